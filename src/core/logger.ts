@@ -1,0 +1,35 @@
+// The process logger: pino JSON lines. Callers log names, counts and ids — never payload values,
+// secrets, keys or tokens; the redact list is a second line of defence for header-shaped objects.
+
+import { pino, type Logger, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+const REDACT_PATHS = [
+  'authorization',
+  'headers.authorization',
+  'headers["x-resource-token"]',
+  'headers["x-api-key"]',
+  'req.headers.authorization',
+  'req.headers["x-resource-token"]',
+  'req.headers["x-api-key"]',
+  'client_secret',
+  'access_token',
+];
+
+export interface LoggerOptions {
+  readonly level?: string;
+  /** Where lines go (tests capture them to scan for leaks); default stdout. */
+  readonly destination?: DestinationStream;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const level = options.level ?? process.env.DPG_LOG_LEVEL ?? 'info';
+  const opts = {
+    level,
+    base: { service: 'dpg' },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  return options.destination ? pino(opts, options.destination) : pino(opts);
+}

@@ -1,0 +1,56 @@
+// The boundary between data types and the engine. A codec knows how to find fields in its data type
+// and how to write a value back without disturbing anything else; it knows nothing of techniques,
+// keys or manifests. The engine hands it a FieldResolver bound to one request.
+
+import type { DataSetType, Scalar } from '../core/types.ts';
+
+/**
+ * What happens to one field, bound to a request (context, keys, options already applied).
+ * Obtained from FieldResolver.resolve; the same object is returned for the same name/path, so
+ * codecs may cache it per column or per key.
+ */
+export interface FieldAction {
+  /**
+   * True when the field (JSON key, XML element or attribute, SQL column and its value) is removed
+   * from the output for this value (Restrict). A codec asks before `apply`.
+   */
+  removes(value: Scalar): boolean;
+  /**
+   * The protected value. Never throws for a bad value: the engine records the failure (location and
+   * reason only) and returns a stand-in, so codecs can run straight through. `location` is a path,
+   * row/column or line:column — never the value — and may be a thunk when building it costs.
+   * The result may change type (a number masked to a string); codecs write it in their own syntax.
+   */
+  apply(value: Scalar, location: string | (() => string)): Scalar;
+  /** The same for many values at once (a column): lets batched ciphers (FF1) do one pass. */
+  applyBatch(values: Scalar[], location: (index: number) => string): Scalar[];
+}
+
+/**
+ * Finds the action for a field. `name` is the field's own name as it appears (JSON key, XML local
+ * name, SQL column, CSV header); `path` is its exact path in the data type's path syntax
+ * (see docs/manifests.md): `$.customer.email` for JSON, `/Envelope/Body/card/@id` for XML,
+ * `table.column` for SQL, the header for LIST. Returns undefined for fields left alone.
+ */
+export interface FieldResolver {
+  resolve(name: string, path?: string): FieldAction | undefined;
+  /** false when no selector of the plan uses an exact path: codecs can skip building paths. */
+  readonly usesPaths: boolean;
+}
+
+/** Options a codec needs from the request. */
+export interface CodecOptions {
+  /** SQL dialect (mysql, mariadb, postgresql, transactsql, sqlite, bigquery, snowflake). */
+  readonly sqlDialect?: string;
+}
+
+/**
+ * A codec protecting whole documents held in memory. Input is text, except for JSON where the
+ * doors may pass an already parsed value (the /api/protect body). Throws DpgError
+ * MALFORMED_DATA_SET (with a position, never content) on input that does not parse, before any
+ * output exists.
+ */
+export interface DocumentCodec {
+  readonly type: DataSetType;
+  protect(input: string | unknown, resolver: FieldResolver, options: CodecOptions): string | unknown;
+}
