@@ -54,3 +54,16 @@ export interface DocumentCodec {
   readonly type: DataSetType;
   protect(input: string | unknown, resolver: FieldResolver, options: CodecOptions): string | unknown;
 }
+
+/**
+ * A protected document laid out as one table for the CSV output of /file/protect (DESIGN §4):
+ * columns are dotted paths (JSON), element/attribute paths (XML) or column names (SQL), in
+ * first-seen order; a missing cell is the empty string.
+ */
+export interface FlatTable {
+  readonly columns: readonly string[];
+  readonly rows: Iterable<readonly string[]>;
+}
+
+/** Turns a protected document of one data type into a FlatTable. */
+export type Flattener = (protectedDocument: string | unknown, options: CodecOptions) => FlatTable;
