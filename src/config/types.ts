@@ -1,0 +1,170 @@
+// The validated gateway configuration (config/gateway.yaml after environment overrides).
+// Every relative path here is already resolved to an absolute one; durations are numbers.
+
+export interface ListenAddress {
+  readonly host: string;
+  /** 0 picks a free port. */
+  readonly port: number;
+}
+
+export interface TlsFiles {
+  /** PEM file paths. */
+  readonly cert: string;
+  readonly key: string;
+  /** Optional CA bundle for client certificates (not required by default). */
+  readonly ca?: string;
+}
+
+export interface HttpConfig {
+  readonly listen: ListenAddress;
+  /** Body limit of /api/protect, enforced before parsing. Default 10 MiB. */
+  readonly maxBodyBytes: number;
+  /** Cap on the streamed data of /file/protect. Default 2 GiB. */
+  readonly maxFileBytes: number;
+  /** Whether /file/protect needs X-Resource-Token. Default true. */
+  readonly requireTokenForFileProtect: boolean;
+  /** Time allowed for in-flight requests on SIGTERM. Default 10 s. */
+  readonly shutdownGraceMs: number;
+}
+
+export interface GrpcConfig {
+  readonly listen: ListenAddress;
+  /** Max receive/send message size. Default 64 MiB. */
+  readonly maxMessageBytes: number;
+  /** TLS when set, plaintext otherwise. */
+  readonly tls?: TlsFiles;
+}
+
+export type Scope = 'protect' | 'reconstruct' | 'decrypt';
+
+export interface ClientConfig {
+  readonly id: string;
+  /** Hashed secret as written by `dpg hash-secret` (see docs/identity.md). Never the clear secret. */
+  readonly secretHash: string;
+  readonly scopes: readonly Scope[];
+  /** When present, the only manifests this client may use. */
+  readonly manifests?: readonly string[];
+}
+
+export interface ApiKeyConfig {
+  readonly id: string;
+  readonly hash: string;
+}
+
+export interface IdentityConfig {
+  /** `iss` of issued tokens, checked on verification. */
+  readonly issuer: string;
+  /** `aud` of issued tokens, checked on verification. */
+  readonly audience: string;
+  /** Default 900. */
+  readonly tokenTtlSeconds: number;
+  /**
+   * Where the signing keys live: a directory of JWKs managed by the gateway (generated under
+   * DPG_DATA_DIR/identity by default). Rotation adds a key and keeps old ones until their tokens expire.
+   */
+  readonly signingKeyDir: string;
+  /** Rotate the signing key when the current one is older than this. Default 7 days. */
+  readonly signingKeyRotationSeconds: number;
+  /** Optional remote JWKS to trust for verification (central identity deployment). */
+  readonly trustedJwksUrl?: string;
+  readonly apiKeys: readonly ApiKeyConfig[];
+  readonly clients: readonly ClientConfig[];
+}
+
+export type KeySource =
+  | { readonly source: 'generated' }
+  | { readonly source: 'file'; readonly file: string }
+  | { readonly source: 'env'; readonly env: string };
+
+export type KeysConfig = KeySource & {
+  /** Key id used when a manifest names none. Default: the keyring's default. */
+  readonly defaultKey?: string;
+};
+
+export interface RouteMatch {
+  /** Exact host or wildcard (`*.partner.example`); absent matches any host. */
+  readonly host?: string;
+  readonly port?: number;
+  readonly methods?: readonly string[];
+  /** Glob: `*` one segment, `**` any number of segments. */
+  readonly path?: string;
+  /** Media type without parameters (`application/json`), may end with `/*`. */
+  readonly contentType?: string;
+}
+
+export interface RoutePhase {
+  readonly manifest: string;
+  readonly jobType: string;
+  /** Inferred from Content-Type when absent. */
+  readonly dataSetType?: string;
+  readonly countryCode?: string;
+  readonly dataOwningCountryCode?: string;
+  readonly thirdPartyId?: number;
+  readonly dataUsageId?: number;
+  readonly isDataConsistentAcrossOrganization?: boolean;
+  readonly protectNullValues?: boolean;
+  readonly preserveStringLength?: boolean;
+  readonly silentMode?: boolean;
+  readonly sqlDialect?: string;
+  /** Query-string parameters protected as fields of the same manifest. */
+  readonly queryParams?: readonly string[];
+}
+
+export interface ProxyRoute {
+  readonly name: string;
+  readonly match: RouteMatch;
+  readonly request?: RoutePhase;
+  readonly response?: RoutePhase;
+  /** Default `reject`: fail closed. */
+  readonly onError: 'reject' | 'passthrough';
+  /** Default 10 MiB. */
+  readonly maxBodyBytes: number;
+}
+
+export interface ReverseListener {
+  readonly listen: ListenAddress;
+  /** Base URL of the upstream (http or https). */
+  readonly upstream: string;
+}
+
+export interface ProxyConfig {
+  readonly enabled: boolean;
+  readonly listen: ListenAddress;
+  /** Gateway CA for intercepted TLS; generated under DPG_DATA_DIR when absent. */
+  readonly ca?: { readonly cert: string; readonly key: string };
+  /** Extra PEM roots trusted for upstream TLS, added to the system roots. */
+  readonly upstreamCa?: string;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly routes: readonly ProxyRoute[];
+  readonly reverse: readonly ReverseListener[];
+}
+
+export interface LimitsConfig {
+  /** Max nesting depth of JSON/XML documents. Default 256. */
+  readonly maxDepth: number;
+  /** Max rows of a gRPC request. Default 1,000,000. */
+  readonly maxRows: number;
+  /** Max length of one value in characters. Default 1 MiB. */
+  readonly maxValueLength: number;
+}
+
+export interface LoggingConfig {
+  readonly level: string;
+}
+
+export interface GatewayConfig {
+  /** Absolute path of the config file this came from. */
+  readonly file: string;
+  /** DPG_DATA_DIR, absolute. */
+  readonly dataDir: string;
+  readonly http: HttpConfig;
+  readonly grpc: GrpcConfig;
+  readonly identity: IdentityConfig;
+  readonly keys: KeysConfig;
+  /** Absolute path of the manifests directory. */
+  readonly manifests: string;
+  readonly proxy: ProxyConfig;
+  readonly limits: LimitsConfig;
+  readonly logging: LoggingConfig;
+}

@@ -1,0 +1,102 @@
+// Prometheus metrics shared by every door. Labels carry names and codes only — never payload data,
+// client secrets or tokens — so their cardinality stays bounded by config, not by traffic.
+
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Door = 'http' | 'file' | 'grpc' | 'proxy' | 'cli';
+
+export interface RequestObservation {
+  readonly door: Door;
+  /** Job type name, or 'none' when the request failed before one was known. */
+  readonly jobType: string;
+  /** 'ok' or the catalogue error code. */
+  readonly outcome: string;
+  readonly seconds: number;
+  readonly valuesProtected: number;
+}
+
+export interface ProxyObservation {
+  readonly route: string;
+  /** 'ok', 'passthrough' or an error code. */
+  readonly outcome: string;
+  /** Time the gateway added (protecting bodies), in seconds. */
+  readonly addedSeconds: number;
+  readonly valuesProtected: number;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'door' | 'job_type' | 'outcome'>;
+  private readonly values: Counter<'door' | 'job_type'>;
+  private readonly errors: Counter<'door' | 'code'>;
+  private readonly latency: Histogram<'door'>;
+  private readonly proxyRequests: Counter<'route' | 'outcome'>;
+  private readonly proxyValues: Counter<'route'>;
+  private readonly proxyAdded: Histogram<'route'>;
+
+  constructor(options: { collectDefaults?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.collectDefaults !== false) collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'dpg_requests_total',
+      help: 'Protection requests by door, job type and outcome',
+      labelNames: ['door', 'job_type', 'outcome'],
+      registers,
+    });
+    this.values = new Counter({
+      name: 'dpg_values_protected_total',
+      help: 'Values changed or removed by a technique',
+      labelNames: ['door', 'job_type'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'dpg_errors_total',
+      help: 'Failed requests by error code',
+      labelNames: ['door', 'code'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'dpg_request_duration_seconds',
+      help: 'Time to serve a protection request',
+      labelNames: ['door'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers,
+    });
+    this.proxyRequests = new Counter({
+      name: 'dpg_proxy_requests_total',
+      help: 'Proxied requests that matched a route, by route and outcome',
+      labelNames: ['route', 'outcome'],
+      registers,
+    });
+    this.proxyValues = new Counter({
+      name: 'dpg_proxy_values_protected_total',
+      help: 'Values protected in proxied bodies, by route',
+      labelNames: ['route'],
+      registers,
+    });
+    this.proxyAdded = new Histogram({
+      name: 'dpg_proxy_added_latency_seconds',
+      help: 'Latency the proxy added to a routed request (body protection), by route',
+      labelNames: ['route'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1],
+      registers,
+    });
+  }
+
+  observeRequest(o: RequestObservation): void {
+    this.requests.inc({ door: o.door, job_type: o.jobType, outcome: o.outcome });
+    if (o.valuesProtected > 0) this.values.inc({ door: o.door, job_type: o.jobType }, o.valuesProtected);
+    if (o.outcome !== 'ok') this.errors.inc({ door: o.door, code: o.outcome });
+    this.latency.observe({ door: o.door }, o.seconds);
+  }
+
+  observeProxy(o: ProxyObservation): void {
+    this.proxyRequests.inc({ route: o.route, outcome: o.outcome });
+    if (o.valuesProtected > 0) this.proxyValues.inc({ route: o.route }, o.valuesProtected);
+    this.proxyAdded.observe({ route: o.route }, o.addedSeconds);
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
