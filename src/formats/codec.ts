@@ -12,9 +12,10 @@ import type { DataSetType, Scalar } from '../core/types.ts';
 export interface FieldAction {
   /**
    * True when the field (JSON key, XML element or attribute, SQL column and its value) is removed
-   * from the output for this value (Restrict). A codec asks before `apply`.
+   * from the output for this value (Restrict). A codec asks before `apply`. `value` may be a
+   * container (a JSON object under a matched key): only null/empty values can escape removal.
    */
-  removes(value: Scalar): boolean;
+  removes(value: unknown): boolean;
   /**
    * The protected value. Never throws for a bad value: the engine records the failure (location and
    * reason only) and returns a stand-in, so codecs can run straight through. `location` is a path,

@@ -1,0 +1,385 @@
+// Loads config/gateway.yaml: every section checked (unknown keys are errors — a typo must not
+// silently disable protection), defaults applied, relative paths resolved against the file's
+// directory, then the DPG_* environment overrides. Problems carry file and line.
+
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { ConfigError, type ConfigProblem } from '../core/errors.ts';
+import { readYamlFile, type YamlValue } from '../core/yaml-reader.ts';
+import type {
+  ApiKeyConfig,
+  ClientConfig,
+  GatewayConfig,
+  GrpcConfig,
+  HttpConfig,
+  IdentityConfig,
+  KeysConfig,
+  LimitsConfig,
+  ListenAddress,
+  LoggingConfig,
+  ProxyConfig,
+  ProxyRoute,
+  ReverseListener,
+  RouteMatch,
+  RoutePhase,
+  Scope,
+  TlsFiles,
+} from './types.ts';
+
+export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
+const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging'] as const;
+const MiB = 1024 * 1024;
+const SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface LoadOptions {
+  /** Config file; default DPG_CONFIG or config/gateway.yaml in the working directory. */
+  readonly file?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+}
+
+export interface LoadResult {
+  readonly config?: GatewayConfig;
+  readonly problems: readonly ConfigProblem[];
+}
+
+/** Parses "host:port", "[v6]:port" or ":port" (host 127.0.0.1). */
+export function parseListenAddress(text: string): ListenAddress | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]*)):(\d{1,5})$/.exec(text.trim());
+  if (!m) return undefined;
+  const port = Number(m[3]);
+  if (port > 65535) return undefined;
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+export function loadConfig(options: LoadOptions = {}): LoadResult {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const file = resolve(cwd, options.file ?? env.DPG_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const { root, sink } = readYamlFile(file);
+  if (sink.problems.length > 0) return { problems: sink.problems };
+  const base = dirname(file);
+  const envProblems: ConfigProblem[] = [];
+  const r = new SectionReader(base, sink.problems);
+
+  const top = root.present ? root.fields(SECTIONS) : undefined;
+  if (!top) root.problem('the config file is empty');
+  const sec = (name: (typeof SECTIONS)[number]): YamlValue | undefined => (top && top[name].present ? top[name] : undefined);
+
+  const envAddr = (name: string): ListenAddress | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    const addr = parseListenAddress(v);
+    if (!addr) envProblems.push({ file: `environment ${name}`, message: 'must be host:port (e.g. 127.0.0.1:8080)' });
+    return addr;
+  };
+
+  const dataDir = resolve(cwd, env.DPG_DATA_DIR || '.dpg');
+  const http = r.http(sec('http'), envAddr('DPG_HTTP_ADDR'));
+  const grpc = r.grpc(sec('grpc'), envAddr('DPG_GRPC_ADDR'));
+  const identity = r.identity(sec('identity'), dataDir);
+  const keys = r.keys(sec('keys'));
+  const manifests = r.manifests(top?.manifests);
+  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'));
+  const limits = r.limits(sec('limits'));
+  const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
+
+  const problems = [...sink.problems, ...envProblems];
+  if (problems.length > 0 || !manifests) return { problems };
+  return {
+    config: { file, dataDir, http, grpc, identity, keys, manifests, proxy, limits, logging },
+    problems: [],
+  };
+}
+
+/** Loads or throws ConfigError listing every problem. */
+export function loadConfigOrThrow(options: LoadOptions = {}): GatewayConfig {
+  const { config, problems } = loadConfig(options);
+  if (!config) throw new ConfigError(problems);
+  return config;
+}
+
+/** Section readers: each returns a complete section with defaults, recording problems as it goes. */
+class SectionReader {
+  constructor(
+    private readonly base: string,
+    private readonly problems: ConfigProblem[],
+  ) {}
+
+  private addr(v: YamlValue, fallback: string): ListenAddress {
+    if (!v.present) return parseListenAddress(fallback)!;
+    const text = v.string();
+    const addr = text === undefined ? undefined : parseListenAddress(text);
+    if (text !== undefined && !addr) v.problem('must be host:port (e.g. 127.0.0.1:8080)');
+    return addr ?? parseListenAddress(fallback)!;
+  }
+
+  private int(v: YamlValue, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+    if (!v.present) return fallback;
+    return v.number({ integer: true, min, max }) ?? fallback;
+  }
+
+  private bool(v: YamlValue, fallback: boolean): boolean {
+    if (!v.present) return fallback;
+    return v.boolean() ?? fallback;
+  }
+
+  private str(v: YamlValue, fallback: string): string;
+  private str(v: YamlValue): string | undefined;
+  private str(v: YamlValue, fallback?: string): string | undefined {
+    if (!v.present) return fallback;
+    return v.string() ?? fallback;
+  }
+
+  /** A path that must exist (file or directory), resolved against the config file's folder. */
+  private existingPath(v: YamlValue, kind: 'file' | 'directory'): string | undefined {
+    const text = v.string();
+    if (text === undefined) return undefined;
+    const full = isAbsolute(text) ? text : resolve(this.base, text);
+    if (!existsSync(full)) return v.problem(`${kind} not found: ${full}`);
+    const isDir = statSync(full).isDirectory();
+    if (kind === 'file' && isDir) return v.problem(`must be a file, not a directory: ${full}`);
+    if (kind === 'directory' && !isDir) return v.problem(`must be a directory: ${full}`);
+    return full;
+  }
+
+  http(v: YamlValue | undefined, envListen: ListenAddress | undefined): HttpConfig {
+    const f = v?.fields(['listen', 'maxBodyBytes', 'maxFileBytes', 'requireTokenForFileProtect', 'shutdownGraceMs'] as const);
+    return {
+      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:8080') : parseListenAddress('127.0.0.1:8080')!),
+      maxBodyBytes: f ? this.int(f.maxBodyBytes, 10 * MiB, 1) : 10 * MiB,
+      maxFileBytes: f ? this.int(f.maxFileBytes, 2048 * MiB, 1) : 2048 * MiB,
+      requireTokenForFileProtect: f ? this.bool(f.requireTokenForFileProtect, true) : true,
+      shutdownGraceMs: f ? this.int(f.shutdownGraceMs, 10_000, 0) : 10_000,
+    };
+  }
+
+  grpc(v: YamlValue | undefined, envListen: ListenAddress | undefined): GrpcConfig {
+    const f = v?.fields(['listen', 'maxMessageBytes', 'tls'] as const);
+    let tls: TlsFiles | undefined;
+    if (f?.tls.present) {
+      const t = f.tls.fields(['cert', 'key', 'ca'] as const);
+      const cert = t.cert.present ? this.existingPath(t.cert, 'file') : t.cert.problem('is required with tls');
+      const key = t.key.present ? this.existingPath(t.key, 'file') : t.key.problem('is required with tls');
+      const ca = t.ca.present ? this.existingPath(t.ca, 'file') : undefined;
+      if (cert && key) tls = { cert, key, ...(ca ? { ca } : {}) };
+    }
+    return {
+      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:9090') : parseListenAddress('127.0.0.1:9090')!),
+      maxMessageBytes: f ? this.int(f.maxMessageBytes, 64 * MiB, 1024) : 64 * MiB,
+      ...(tls ? { tls } : {}),
+    };
+  }
+
+  identity(v: YamlValue | undefined, dataDir: string): IdentityConfig {
+    const f = v?.fields([
+      'issuer',
+      'audience',
+      'tokenTtlSeconds',
+      'signingKeyDir',
+      'signingKeyRotationSeconds',
+      'trustedJwksUrl',
+      'apiKeys',
+      'clients',
+    ] as const);
+    const apiKeys: ApiKeyConfig[] = [];
+    const clients: ClientConfig[] = [];
+    if (f?.apiKeys.present) {
+      for (const item of f.apiKeys.items()) {
+        const k = item.fields(['id', 'hash'] as const);
+        const id = k.id.present ? k.id.string() : k.id.problem('is required');
+        const hash = k.hash.present ? k.hash.string() : k.hash.problem('is required (see `dpg hash-secret`)');
+        if (id && hash) apiKeys.push({ id, hash });
+      }
+    }
+    if (f?.clients.present) {
+      const ids = new Set<string>();
+      for (const item of f.clients.items()) {
+        const c = item.fields(['id', 'secretHash', 'scopes', 'manifests'] as const);
+        const id = c.id.present ? c.id.string() : c.id.problem('is required');
+        if (id && ids.has(id)) c.id.problem('is used by another client');
+        if (id) ids.add(id);
+        const secretHash = c.secretHash.present ? c.secretHash.string() : c.secretHash.problem('is required (see `dpg hash-secret`)');
+        const scopes: Scope[] = [];
+        if (!c.scopes.present) c.scopes.problem(`is required: a list of ${SCOPES.join(', ')}`);
+        else
+          for (const s of c.scopes.items()) {
+            const text = s.string();
+            if (text !== undefined && !SCOPES.includes(text as Scope)) s.problem(`must be one of ${SCOPES.join(', ')}`);
+            else if (text !== undefined) scopes.push(text as Scope);
+          }
+        const manifests = c.manifests.present ? c.manifests.items().map((m) => m.string()).filter((m): m is string => !!m) : undefined;
+        if (id && secretHash) clients.push({ id, secretHash, scopes, ...(manifests ? { manifests } : {}) });
+      }
+    }
+    const signingKeyDir = f?.signingKeyDir.present ? f.signingKeyDir.string() : undefined;
+    return {
+      issuer: f ? this.str(f.issuer, 'dpg') : 'dpg',
+      audience: f ? this.str(f.audience, 'dpg-api') : 'dpg-api',
+      tokenTtlSeconds: f ? this.int(f.tokenTtlSeconds, 900, 30, 86_400) : 900,
+      signingKeyDir: signingKeyDir ? resolve(this.base, signingKeyDir) : resolve(dataDir, 'identity'),
+      signingKeyRotationSeconds: f ? this.int(f.signingKeyRotationSeconds, 7 * 86_400, 60) : 7 * 86_400,
+      ...(f?.trustedJwksUrl.present ? { trustedJwksUrl: f.trustedJwksUrl.string() } : {}),
+      apiKeys,
+      clients,
+    };
+  }
+
+  keys(v: YamlValue | undefined): KeysConfig {
+    if (!v) return { source: 'generated' };
+    const f = v.fields(['source', 'file', 'env', 'defaultKey'] as const);
+    const source = f.source.present ? f.source.string() : 'generated';
+    const defaultKey = f.defaultKey.present ? f.defaultKey.string() : undefined;
+    const extra = defaultKey ? { defaultKey } : {};
+    if (source === 'file') {
+      const file = f.file.present ? this.existingPath(f.file, 'file') : f.file.problem('is required when source is file');
+      return { source: 'file', file: file ?? '', ...extra };
+    }
+    if (source === 'env') {
+      const env = f.env.present ? f.env.string() : 'DPG_KEYRING';
+      return { source: 'env', env: env ?? 'DPG_KEYRING', ...extra };
+    }
+    if (source !== 'generated' && source !== undefined) f.source.problem('must be generated, file or env');
+    return { source: 'generated', ...extra };
+  }
+
+  manifests(v: YamlValue | undefined): string | undefined {
+    if (!v || !v.present) {
+      const fallback = resolve(this.base, 'manifests');
+      if (!existsSync(fallback)) this.problems.push({ file: fallback, message: 'manifest directory not found (set `manifests`)' });
+      return fallback;
+    }
+    return this.existingPath(v, 'directory');
+  }
+
+  limits(v: YamlValue | undefined): LimitsConfig {
+    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength'] as const);
+    return {
+      maxDepth: f ? this.int(f.maxDepth, 256, 1, 10_000) : 256,
+      maxRows: f ? this.int(f.maxRows, 1_000_000, 1) : 1_000_000,
+      maxValueLength: f ? this.int(f.maxValueLength, MiB, 1) : MiB,
+    };
+  }
+
+  logging(v: YamlValue | undefined, envLevel: string | undefined): LoggingConfig {
+    const f = v?.fields(['level'] as const);
+    let level = f ? this.str(f.level, 'info') : 'info';
+    if (f?.level.present && !LOG_LEVELS.includes(level)) {
+      f.level.problem(`must be one of ${LOG_LEVELS.join(', ')}`);
+      level = 'info';
+    }
+    if (envLevel && LOG_LEVELS.includes(envLevel)) level = envLevel;
+    return { level };
+  }
+
+  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined): ProxyConfig {
+    const f = v?.fields(['enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs', 'routes', 'reverse'] as const);
+    let ca: ProxyConfig['ca'];
+    if (f?.ca.present) {
+      const c = f.ca.fields(['cert', 'key'] as const);
+      const cert = c.cert.present ? this.existingPath(c.cert, 'file') : c.cert.problem('is required with ca');
+      const key = c.key.present ? this.existingPath(c.key, 'file') : c.key.problem('is required with ca');
+      if (cert && key) ca = { cert, key };
+    }
+    const routes: ProxyRoute[] = [];
+    const names = new Set<string>();
+    if (f?.routes.present) {
+      for (const item of f.routes.items()) {
+        const route = this.route(item);
+        if (!route) continue;
+        if (names.has(route.name)) item.problem(`route name ${route.name} is used twice`);
+        names.add(route.name);
+        routes.push(route);
+      }
+    }
+    const reverse: ReverseListener[] = [];
+    if (f?.reverse.present) {
+      for (const item of f.reverse.items()) {
+        const rv = item.fields(['listen', 'upstream'] as const);
+        const listen = rv.listen.present ? this.addr(rv.listen, '127.0.0.1:0') : rv.listen.problem('is required');
+        const upstream = rv.upstream.present ? rv.upstream.string() : rv.upstream.problem('is required');
+        if (upstream !== undefined && !/^https?:\/\/[^/\s]+/.test(upstream)) rv.upstream.problem('must be an http:// or https:// URL');
+        if (listen && upstream) reverse.push({ listen, upstream });
+      }
+    }
+    return {
+      enabled: f ? this.bool(f.enabled, true) : true,
+      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
+      ...(ca ? { ca } : {}),
+      ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
+      connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 5_000, 1) : 5_000,
+      responseTimeoutMs: f ? this.int(f.responseTimeoutMs, 30_000, 1) : 30_000,
+      routes,
+      reverse,
+    };
+  }
+
+  private route(v: YamlValue): ProxyRoute | undefined {
+    const f = v.fields(['name', 'match', 'request', 'response', 'onError', 'maxBodyBytes'] as const);
+    const name = f.name.present ? f.name.string() : f.name.problem('is required');
+    let match: RouteMatch = {};
+    if (f.match.present) {
+      const m = f.match.fields(['host', 'port', 'methods', 'path', 'contentType'] as const);
+      match = {
+        ...(m.host.present ? { host: m.host.string()?.toLowerCase() } : {}),
+        ...(m.port.present ? { port: m.port.number({ integer: true, min: 1, max: 65535 }) } : {}),
+        ...(m.methods.present ? { methods: m.methods.items().map((x) => x.string()?.toUpperCase()).filter((x): x is string => !!x) } : {}),
+        ...(m.path.present ? { path: m.path.string() } : {}),
+        ...(m.contentType.present ? { contentType: m.contentType.string()?.toLowerCase() } : {}),
+      };
+    } else f.match.problem('is required (an empty match would catch every request)');
+    const request = f.request.present ? this.phase(f.request) : undefined;
+    const response = f.response.present ? this.phase(f.response) : undefined;
+    if (!f.request.present && !f.response.present) v.problem('needs a request or response phase');
+    const onError = f.onError.present ? f.onError.string() : 'reject';
+    if (onError !== 'reject' && onError !== 'passthrough') f.onError.problem('must be reject or passthrough');
+    if (!name) return undefined;
+    return {
+      name,
+      match,
+      ...(request ? { request } : {}),
+      ...(response ? { response } : {}),
+      onError: onError === 'passthrough' ? 'passthrough' : 'reject',
+      maxBodyBytes: this.int(f.maxBodyBytes, 10 * MiB, 1),
+    };
+  }
+
+  private phase(v: YamlValue): RoutePhase | undefined {
+    const f = v.fields([
+      'manifest',
+      'jobType',
+      'dataSetType',
+      'countryCode',
+      'dataOwningCountryCode',
+      'thirdPartyId',
+      'dataUsageId',
+      'isDataConsistentAcrossOrganization',
+      'protectNullValues',
+      'preserveStringLength',
+      'silentMode',
+      'sqlDialect',
+      'queryParams',
+    ] as const);
+    const manifest = f.manifest.present ? f.manifest.string() : f.manifest.problem('is required');
+    const jobType = f.jobType.present ? f.jobType.string() : f.jobType.problem('is required');
+    const opt = <T>(x: YamlValue, read: () => T | undefined) => (x.present ? read() : undefined);
+    if (!manifest || !jobType) return undefined;
+    const phase: Record<string, unknown> = { manifest, jobType };
+    const set = (k: string, val: unknown) => {
+      if (val !== undefined) phase[k] = val;
+    };
+    set('dataSetType', opt(f.dataSetType, () => f.dataSetType.string()));
+    set('countryCode', opt(f.countryCode, () => f.countryCode.string()));
+    set('dataOwningCountryCode', opt(f.dataOwningCountryCode, () => f.dataOwningCountryCode.string()));
+    set('thirdPartyId', opt(f.thirdPartyId, () => f.thirdPartyId.number({ integer: true, min: 0 })));
+    set('dataUsageId', opt(f.dataUsageId, () => f.dataUsageId.number({ integer: true, min: 0 })));
+    set('isDataConsistentAcrossOrganization', opt(f.isDataConsistentAcrossOrganization, () => f.isDataConsistentAcrossOrganization.boolean()));
+    set('protectNullValues', opt(f.protectNullValues, () => f.protectNullValues.boolean()));
+    set('preserveStringLength', opt(f.preserveStringLength, () => f.preserveStringLength.boolean()));
+    set('silentMode', opt(f.silentMode, () => f.silentMode.boolean()));
+    set('sqlDialect', opt(f.sqlDialect, () => f.sqlDialect.string()));
+    set('queryParams', opt(f.queryParams, () => f.queryParams.items().map((x) => x.string()).filter((x): x is string => !!x)));
+    return phase as unknown as RoutePhase;
+  }
+}

@@ -1,0 +1,204 @@
+// Binds a compiled manifest to one request: picks each field's rule for the job type and context,
+// binds its technique to the request's keys, and wraps it so codecs never see a failure: a value
+// that cannot be protected is recorded (location and reason) and replaced by a stand-in.
+
+import { DpgError, type ValueFailure } from '../core/errors.ts';
+import { REVERSE_OF, type ForwardJobType, type JobSpec, type ProtectSummary, type Scalar } from '../core/types.ts';
+import type { FieldAction, FieldResolver } from '../formats/codec.ts';
+import type { CompiledField, CompiledManifest, CompiledRule } from '../manifest/compile.ts';
+import { normalizeName } from '../manifest/selectors.ts';
+import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
+import { scopeOf, type KeyService } from './keys.ts';
+import type { PreparedJob } from './types.ts';
+
+/** Failures listed in a response or error; more are counted but not listed. */
+const MAX_LISTED_FAILURES = 100;
+
+export interface BindLimits {
+  readonly maxValueLength: number;
+}
+
+/** Mutable bookkeeping of one request. */
+class RunState {
+  readonly summary: ProtectSummary = { protected: 0, failed: 0, failures: [] };
+  readonly protectNull: boolean;
+  readonly standIn: string;
+
+  constructor(
+    readonly job: JobSpec,
+    readonly limits: BindLimits,
+  ) {
+    const ctx = job.context;
+    this.protectNull = ctx.protectNullValues === true;
+    this.standIn = ctx.useRestrictedText ? (ctx.restrictedText ?? '') : '';
+  }
+
+  fail(location: string | (() => string), reason: string): string {
+    this.summary.failed++;
+    if (this.summary.failures.length < MAX_LISTED_FAILURES) {
+      this.summary.failures.push({ location: typeof location === 'string' ? location : location(), reason });
+    }
+    return this.standIn;
+  }
+}
+
+function isEmpty(value: unknown): boolean {
+  return value === null || value === undefined || value === '';
+}
+
+/** One field's action within a request. */
+class BoundFieldAction implements FieldAction {
+  constructor(
+    private readonly run: RunState,
+    private readonly fn: (value: Scalar) => Scalar,
+    private readonly batchFn: ((values: readonly Scalar[]) => (Scalar | ValueError)[]) | undefined,
+    private readonly removesField: boolean,
+  ) {}
+
+  removes(value: unknown): boolean {
+    if (!this.removesField) return false;
+    if (isEmpty(value) && !this.run.protectNull) return false;
+    this.run.summary.protected++;
+    return true;
+  }
+
+  apply(value: Scalar, location: string | (() => string)): Scalar {
+    const run = this.run;
+    if (this.removesField) return value;
+    if (isEmpty(value) && !run.protectNull) return value;
+    if (typeof value === 'string' && value.length > run.limits.maxValueLength) return run.fail(location, 'VALUE_TOO_LONG');
+    try {
+      const out = this.fn(value);
+      run.summary.protected++;
+      return out;
+    } catch (err) {
+      if (err instanceof ValueError) return run.fail(location, err.reason);
+      throw err;
+    }
+  }
+
+  applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
+    const run = this.run;
+    if (!this.batchFn || this.removesField) return values.map((v, i) => this.apply(v, () => location(i)));
+    // Values that pass through unchanged or fail early stay out of the batch.
+    const out = values.slice();
+    const idx: number[] = [];
+    const batch: Scalar[] = [];
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      if (isEmpty(v) && !run.protectNull) continue;
+      if (typeof v === 'string' && v.length > run.limits.maxValueLength) {
+        out[i] = run.fail(() => location(i), 'VALUE_TOO_LONG');
+        continue;
+      }
+      idx.push(i);
+      batch.push(v);
+    }
+    if (batch.length === 0) return out;
+    const results = this.batchFn(batch);
+    for (let k = 0; k < idx.length; k++) {
+      const r = results[k]!;
+      const i = idx[k]!;
+      if (r instanceof ValueError) out[i] = run.fail(() => location(i), r.reason);
+      else {
+        out[i] = r;
+        run.summary.protected++;
+      }
+    }
+    return out;
+  }
+}
+
+export interface BindDeps {
+  readonly keys: KeyService;
+  readonly limits: BindLimits;
+  readonly now: () => Date;
+}
+
+/** A prepared job: the resolver codecs use, plus the end-of-request check. */
+export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps): PreparedJob {
+  if (!manifest.jobTypes.has(job.jobType)) {
+    throw new DpgError('JOB_TYPE_NOT_DEFINED', `Manifest ${manifest.name} defines no rules for job type ${job.jobType}`);
+  }
+  const reverse = job.jobType === 'Reconstruct' || job.jobType === 'Decrypt';
+  const ruleJob: ForwardJobType = reverse ? REVERSE_OF[job.jobType as keyof typeof REVERSE_OF] : (job.jobType as ForwardJobType);
+  const run = new RunState(job, deps.limits);
+  const ctx = job.context;
+  const scope = scopeOf(ctx);
+  const at = ctx.snapshotDate ?? deps.now();
+  const bound = new Map<CompiledField, FieldAction | null>();
+
+  const bindField = (field: CompiledField): FieldAction | null => {
+    let action = bound.get(field);
+    if (action !== undefined) return action;
+    action = null;
+    const rule = pickRule(field.rules.get(ruleJob), ctx);
+    if (rule) {
+      const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at);
+      const technique = rule.compiled.bind({
+        keys,
+        preserveStringLength: ctx.preserveStringLength === true,
+        restrictedText: ctx.useRestrictedText ? (ctx.restrictedText ?? '') : undefined,
+      });
+      action = makeAction(run, technique, rule, reverse);
+    }
+    bound.set(field, action);
+    return action;
+  };
+
+  const byRawName = new Map<string, FieldAction | null>();
+  const resolver: FieldResolver = {
+    usesPaths: manifest.byPath.size > 0,
+    resolve(name: string, path?: string): FieldAction | undefined {
+      if (path !== undefined && manifest.byPath.size > 0) {
+        const field = manifest.byPath.match(path);
+        if (field) return bindField(field) ?? undefined;
+      }
+      let action = byRawName.get(name);
+      if (action === undefined) {
+        const field = manifest.byName.get(normalizeName(name));
+        action = field ? bindField(field) : null;
+        byRawName.set(name, action);
+      }
+      return action ?? undefined;
+    },
+  };
+
+  return {
+    job,
+    resolver,
+    finish: () => {
+      if (run.summary.failed > 0 && ctx.silentMode !== true) throw notProtectable(run);
+      return run.summary;
+    },
+    check: () => {
+      if (run.summary.failed > 0 && ctx.silentMode !== true) throw notProtectable(run);
+    },
+  };
+}
+
+function pickRule(rules: readonly CompiledRule[] | undefined, ctx: JobSpec['context']): CompiledRule | undefined {
+  if (!rules) return undefined;
+  for (const r of rules) if (!r.when || r.when(ctx)) return r;
+  return undefined;
+}
+
+function makeAction(run: RunState, technique: BoundTechnique, rule: CompiledRule, reverse: boolean): FieldAction | null {
+  if (reverse) {
+    // Reconstruct/Decrypt run the forward rule backwards; a removed or irreversible field has nothing to undo.
+    if (rule.technique.removesField || !rule.technique.reversible || !technique.inverse) return null;
+    const inverse = technique.inverse.bind(technique);
+    return new BoundFieldAction(run, inverse, technique.inverseBatch?.bind(technique), false);
+  }
+  return new BoundFieldAction(run, technique.forward.bind(technique), technique.forwardBatch?.bind(technique), rule.technique.removesField);
+}
+
+function notProtectable(run: RunState): DpgError {
+  const errors: ValueFailure[] = run.summary.failures;
+  const more = run.summary.failed - errors.length;
+  return new DpgError(
+    'VALUE_NOT_PROTECTABLE',
+    `${run.summary.failed} value(s) could not be processed${more > 0 ? ` (first ${errors.length} listed)` : ''}`,
+    { errors },
+  );
+}

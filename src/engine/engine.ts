@@ -1,0 +1,140 @@
+// The protection engine: the one place every door calls. Holds the compiled manifests (swapped
+// atomically on reload) and the key service; runs a job over a payload through the data type's codec.
+
+import type { Readable } from 'node:stream';
+import { ConfigError, DpgError, type ConfigProblem } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { JobSpec, ProtectSummary, Scalar } from '../core/types.ts';
+import type { Keyring } from '../crypto/keyring.ts';
+import type { CompiledManifest } from '../manifest/compile.ts';
+import { loadManifestDir } from '../manifest/load.ts';
+import { bindJob } from './bind.ts';
+import { KeyService } from './keys.ts';
+import { createCodecs, type Codecs } from '../formats/registry.ts';
+import { protectToCsv } from './csv-output.ts';
+import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
+
+export interface EngineLimits {
+  readonly maxDepth: number;
+  readonly maxValueLength: number;
+  readonly maxRows: number;
+}
+
+export interface EngineOptions {
+  readonly manifestsDir: string;
+  readonly keyring: Keyring;
+  readonly limits?: Partial<EngineLimits>;
+  readonly logger?: Logger;
+  /** Clock for default snapshot dates (tests pin it). */
+  readonly now?: () => Date;
+}
+
+const DEFAULT_LIMITS: EngineLimits = { maxDepth: 256, maxValueLength: 1024 * 1024, maxRows: 1_000_000 };
+
+export class ProtectionEngine implements Engine {
+  private manifests: ReadonlyMap<string, CompiledManifest>;
+  private readonly keys: KeyService;
+  private readonly limits: EngineLimits;
+  private readonly codecs: Codecs;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly options: EngineOptions,
+    manifests: ReadonlyMap<string, CompiledManifest>,
+  ) {
+    this.manifests = manifests;
+    this.keys = new KeyService(options.keyring);
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.codecs = createCodecs({ maxDepth: this.limits.maxDepth });
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /**
+   * Re-reads the manifest directory. On any problem the current plans stay in force and the
+   * problems are returned; otherwise the new set replaces the old one in a single assignment.
+   */
+  reload(): readonly ConfigProblem[] {
+    const { manifests, problems } = loadManifestDir(this.options.manifestsDir);
+    if (problems.length === 0) this.manifests = manifests;
+    return problems;
+  }
+
+  manifest(name: string): CompiledManifest | undefined {
+    return this.manifests.get(name);
+  }
+
+  hasManifest(name: string): boolean {
+    return this.manifests.has(name);
+  }
+
+  manifestNames(): string[] {
+    return [...this.manifests.keys()].sort();
+  }
+
+  prepare(job: JobSpec): PreparedJob {
+    const manifest = this.manifests.get(job.manifestName);
+    if (!manifest) throw new DpgError('MANIFEST_NOT_FOUND', `No manifest named ${JSON.stringify(job.manifestName.slice(0, 128))}`);
+    return bindJob(manifest, job, { keys: this.keys, limits: this.limits, now: this.now });
+  }
+
+  protectDocument(job: JobSpec, dataSet: unknown): DocumentResult {
+    const prepared = this.prepare(job);
+    const codec = this.codecs.documents[job.dataSetType];
+    if (typeof dataSet !== 'string' && job.dataSetType !== 'JSON') {
+      throw new DpgError('INVALID_REQUEST', `A ${job.dataSetType} data set must be text`);
+    }
+    const out = codec.protect(dataSet, prepared.resolver, { sqlDialect: job.context.sqlDialect });
+    return { dataSet: out, summary: prepared.finish() };
+  }
+
+  protectRows(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): RowsResult {
+    if (rows.length > this.limits.maxRows) {
+      throw new DpgError('PAYLOAD_TOO_LARGE', `At most ${this.limits.maxRows} rows per request`);
+    }
+    for (let r = 0; r < rows.length; r++) {
+      if (rows[r]!.length !== labels.length) {
+        throw new DpgError('INVALID_REQUEST', `Row ${r} has ${rows[r]!.length} columns but there are ${labels.length} labels`);
+      }
+    }
+    const prepared = this.prepare(job);
+    const out = rows.map((row) => row.slice());
+    if (cellType === 'JSON') {
+      const codec = this.codecs.documents.JSON;
+      for (let r = 0; r < out.length; r++) {
+        for (let c = 0; c < labels.length; c++) {
+          // Each cell is a document of its own; its fields are matched by the manifest's rules.
+          out[r]![c] = codec.protect(out[r]![c]!, prepared.resolver, {}) as string;
+        }
+      }
+    } else {
+      const standIn = job.context.useRestrictedText ? (job.context.restrictedText ?? '') : '';
+      for (let c = 0; c < labels.length; c++) {
+        const label = labels[c]!;
+        const action = prepared.resolver.resolve(label, label);
+        if (!action) continue;
+        const column: Scalar[] = new Array(out.length);
+        for (let r = 0; r < out.length; r++) column[r] = out[r]![c]!;
+        // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
+        for (let r = 0; r < out.length; r++) if (action.removes(column[r])) column[r] = standIn;
+        const protectedColumn = action.applyBatch(column, (r) => `row ${r}, column ${label}`);
+        for (let r = 0; r < out.length; r++) out[r]![c] = scalarToCell(protectedColumn[r]!);
+      }
+    }
+    return { rows: out, summary: prepared.finish() };
+  }
+
+  protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {
+    return protectToCsv(this, this.codecs, job, input);
+  }
+}
+
+function scalarToCell(v: Scalar): string {
+  return v === null ? '' : typeof v === 'string' ? v : String(v);
+}
+
+/** Loads manifests and builds the engine; throws ConfigError listing every manifest problem. */
+export function createEngine(options: EngineOptions): ProtectionEngine {
+  const { manifests, problems } = loadManifestDir(options.manifestsDir);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return new ProtectionEngine(options, manifests);
+}

@@ -1,0 +1,55 @@
+// The manifest as written (data only): what docs/manifests.md describes and `dpg validate` checks.
+// compile.ts turns it into the immutable plan that runs.
+
+import type { ForwardJobType } from '../core/types.ts';
+import type { Technique } from '../techniques/technique.ts';
+
+/** Request-context tests; every listed test must hold (AND); a list means "any of these". */
+export interface ConditionDef {
+  readonly countryCode?: readonly string[];
+  readonly dataOwningCountryCode?: readonly string[];
+  /** true: both country codes given and different; false: both given and equal, or either missing. */
+  readonly crossBorder?: boolean;
+  readonly thirdPartyId?: readonly number[];
+  readonly dataUsageId?: readonly number[];
+  /** matchingRule claims: attribute name → accepted values (case-sensitive values, case-insensitive names). */
+  readonly claims?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** One job type's rule for a field: a technique and its validated options. */
+export interface RuleDef {
+  readonly technique: Technique;
+  readonly options: unknown;
+  /** The options as written, for explain(). */
+  readonly written: string;
+}
+
+export type RuleSet = Partial<Record<ForwardJobType, RuleDef>>;
+
+export interface OverrideDef {
+  readonly condition: ConditionDef;
+  readonly rules: RuleSet;
+  readonly line?: number;
+}
+
+export type SelectorDef =
+  | { readonly kind: 'name'; readonly names: readonly string[] }
+  | { readonly kind: 'path'; readonly path: string };
+
+export interface FieldDef {
+  readonly selector: SelectorDef;
+  readonly rules: RuleSet;
+  /** Checked in order; the first whose condition holds replaces the rules it names. */
+  readonly when: readonly OverrideDef[];
+  readonly line?: number;
+}
+
+export interface ManifestDef {
+  readonly name: string;
+  readonly description?: string;
+  /** Keyring key id for this manifest's keys; default: the keyring's default key. */
+  readonly keyId?: string;
+  readonly fields: readonly FieldDef[];
+  /** Source file, for messages. */
+  readonly file: string;
+}

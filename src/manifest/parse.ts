@@ -1,0 +1,200 @@
+// Reads one manifest YAML file into a ManifestDef, collecting every problem with its line.
+// Techniques validate their own options here, once, so nothing is re-checked per request.
+
+import { FORWARD_JOB_TYPES, REVERSE_OF, parseJobType, type ForwardJobType } from '../core/types.ts';
+import type { ConfigProblem } from '../core/errors.ts';
+import { readYamlFile, parseYaml, type YamlValue, type ParsedYaml } from '../core/yaml-reader.ts';
+import { techniqueFor, techniques } from '../techniques/registry.ts';
+import { TechniqueOptionError } from '../techniques/technique.ts';
+import type { ConditionDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
+
+const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields'] as const;
+const FIELD_KEYS = ['match', 'path', 'when', ...FORWARD_JOB_TYPES] as const;
+const OVERRIDE_KEYS = ['if', ...FORWARD_JOB_TYPES] as const;
+const CONDITION_KEYS = ['countryCode', 'dataOwningCountryCode', 'crossBorder', 'thirdPartyId', 'dataUsageId', 'claims'] as const;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const COUNTRY = /^[A-Z]{2}$/;
+
+export interface ParseResult {
+  readonly manifest?: ManifestDef;
+  readonly problems: readonly ConfigProblem[];
+}
+
+export function parseManifestFile(file: string): ParseResult {
+  return fromParsed(readYamlFile(file), file);
+}
+
+export function parseManifestText(text: string, file: string): ParseResult {
+  return fromParsed(parseYaml(text, file), file);
+}
+
+function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
+  if (sink.problems.length > 0) return { problems: sink.problems };
+  if (!root.present) {
+    root.problem('the manifest is empty');
+    return { problems: sink.problems };
+  }
+  const f = root.fields(MANIFEST_KEYS);
+  const name = f.name.present ? f.name.string() : f.name.problem('is required');
+  if (name !== undefined && !NAME.test(name)) {
+    f.name.problem('must be 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  }
+  const description = f.description.present ? f.description.string() : undefined;
+  const keyId = f.keyId.present ? f.keyId.string() : undefined;
+  const fields: FieldDef[] = [];
+  if (!f.fields.present) f.fields.problem('is required: a list of field rules');
+  else {
+    const items = f.fields.items();
+    if (f.fields.isSeq() && items.length === 0) f.fields.problem('must list at least one field');
+    for (const item of items) {
+      const field = parseField(item);
+      if (field) fields.push(field);
+    }
+  }
+  checkDuplicateSelectors(fields, root);
+  if (sink.problems.length > 0 || name === undefined) return { problems: sink.problems };
+  return { manifest: { name, description, keyId, fields, file }, problems: [] };
+}
+
+function parseField(v: YamlValue): FieldDef | undefined {
+  if (!v.isMap()) return v.problem('each field must be a mapping with `match` or `path` and job type rules');
+  const f = v.fields(FIELD_KEYS);
+  let selector: SelectorDef | undefined;
+  if (f.match.present && f.path.present) f.path.problem('use either `match` or `path`, not both');
+  else if (f.match.present) {
+    const names = f.match.isSeq() ? f.match.items().map((i) => i.string()) : [f.match.string()];
+    const clean = names.filter((n): n is string => n !== undefined && n !== '');
+    if (clean.length === 0) f.match.problem('must name at least one field');
+    else selector = { kind: 'name', names: clean };
+  } else if (f.path.present) {
+    const path = f.path.string();
+    if (path !== undefined) {
+      if (path === '') f.path.problem('must not be empty');
+      else selector = { kind: 'path', path };
+    }
+  } else v.problem('needs `match` (field name) or `path` (exact path)');
+
+  const rules = parseRules(f);
+  const when: OverrideDef[] = [];
+  if (f.when.present) {
+    for (const item of f.when.items()) {
+      const o = item.fields(OVERRIDE_KEYS);
+      if (!o.if.present) {
+        item.problem('needs `if` with the conditions');
+        continue;
+      }
+      const condition = parseCondition(o.if);
+      const overrideRules = parseRules(o);
+      if (Object.keys(overrideRules).length === 0) item.problem('names no job type to override');
+      if (condition) when.push({ condition, rules: overrideRules, line: item.line });
+    }
+  }
+  if (Object.keys(rules).length === 0 && when.length === 0) {
+    v.problem(`defines no rule: add one of ${FORWARD_JOB_TYPES.join(', ')}`);
+  }
+  for (const rev of Object.keys(REVERSE_OF)) {
+    // Reverse job types are not written: they run the forward rules backwards.
+    if (v.entries().some(([k]) => k === rev)) v.problem(`${rev} is derived from ${REVERSE_OF[rev as keyof typeof REVERSE_OF]} rules`);
+  }
+  if (!selector) return undefined;
+  return { selector, rules, when, line: v.line };
+}
+
+function parseRules(f: Partial<Record<string, YamlValue>>): RuleSet {
+  const rules: RuleSet = {};
+  for (const job of FORWARD_JOB_TYPES) {
+    const value = f[job];
+    if (!value || value.node === undefined) continue;
+    const rule = parseRule(job, value);
+    if (rule) rules[job] = rule;
+  }
+  return rules;
+}
+
+/** `{options}` or empty → the job type's technique; the string `Restrict` (any job type) → remove the field. */
+function parseRule(job: ForwardJobType, v: YamlValue): RuleDef | undefined {
+  const scalar = v.scalarValue();
+  if (typeof scalar === 'string') {
+    if (parseJobType(scalar) === 'Restrict') {
+      const restrict = techniques.get('restrict');
+      if (!restrict) return v.problem('the restrict technique is not registered');
+      return { technique: restrict, options: restrict.validate({}), written: 'Restrict' };
+    }
+    return v.problem('must be an options mapping, or "Restrict" to remove the field');
+  }
+  let options: Record<string, unknown> = {};
+  if (v.present) {
+    if (!v.isMap()) return v.problem('must be an options mapping');
+    options = Object.assign(Object.create(null) as Record<string, unknown>, v.plain() as Record<string, unknown>);
+  }
+  try {
+    const technique = techniqueFor(job, options);
+    const validated = technique.validate(options);
+    return { technique, options: validated, written: JSON.stringify(options) };
+  } catch (err) {
+    if (err instanceof TechniqueOptionError) {
+      const at = err.path ? ` (${err.path})` : '';
+      return v.problem(`${err.message}${at}`);
+    }
+    throw err;
+  }
+}
+
+function parseCondition(v: YamlValue): ConditionDef | undefined {
+  const f = v.fields(CONDITION_KEYS);
+  const countries = (x: YamlValue): string[] | undefined => {
+    if (!x.present) return undefined;
+    const list = (x.isSeq() ? x.items() : [x]).map((i) => i.string());
+    if (list.some((c) => c === undefined)) return undefined;
+    const upper = (list as string[]).map((c) => c.toUpperCase());
+    if (upper.some((c) => !COUNTRY.test(c))) return x.problem('must be ISO 3166-1 alpha-2 country codes') as undefined;
+    return upper;
+  };
+  const ids = (x: YamlValue): number[] | undefined => {
+    if (!x.present) return undefined;
+    const list = (x.isSeq() ? x.items() : [x]).map((i) => i.number({ integer: true, min: 0, max: 2147483647 }));
+    return list.some((n) => n === undefined) ? undefined : (list as number[]);
+  };
+  let claims: Record<string, string[]> | undefined;
+  if (f.claims.present) {
+    claims = Object.create(null) as Record<string, string[]>;
+    for (const [name, val] of f.claims.entries()) {
+      const values = (val.isSeq() ? val.items() : [val]).map((i) => {
+        const s = i.scalarValue();
+        return typeof s === 'string' || typeof s === 'number' || typeof s === 'boolean' ? String(s) : i.problem('must be a text value');
+      });
+      if (values.every((x) => x !== undefined)) claims[name.toLowerCase()] = values as string[];
+    }
+  }
+  const crossBorder = f.crossBorder.present ? f.crossBorder.boolean() : undefined;
+  const condition: ConditionDef = {
+    countryCode: countries(f.countryCode),
+    dataOwningCountryCode: countries(f.dataOwningCountryCode),
+    crossBorder,
+    thirdPartyId: ids(f.thirdPartyId),
+    dataUsageId: ids(f.dataUsageId),
+    claims,
+  };
+  if (Object.values(condition).every((x) => x === undefined)) return v.problem('must test at least one of ' + CONDITION_KEYS.join(', '));
+  return condition;
+}
+
+function checkDuplicateSelectors(fields: readonly FieldDef[], root: YamlValue): void {
+  const seen = new Map<string, number | undefined>();
+  for (const field of fields) {
+    const keys =
+      field.selector.kind === 'name'
+        ? field.selector.names.map((n) => `name:${n.toLowerCase().replace(/[_-]/g, '')}`)
+        : [`path:${field.selector.path}`];
+    for (const key of keys) {
+      if (seen.has(key)) {
+        const first = seen.get(key);
+        root.sink.problems.push({
+          file: root.sink.file,
+          line: field.line,
+          message: `field ${key.slice(key.indexOf(':') + 1)} is selected twice${first ? ` (first at line ${first})` : ''}`,
+        });
+      } else seen.set(key, field.line);
+    }
+  }
+}

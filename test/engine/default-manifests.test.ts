@@ -1,0 +1,158 @@
+// Every cell of DESIGN §12: the default manifests `customer` and `card-masking` are a contract.
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { DpgError } from '../../src/core/errors.ts';
+import type { JobType, RequestContext } from '../../src/core/types.ts';
+import { testEngine, job } from '../helpers/engine.ts';
+
+const engine = testEngine();
+
+const customer = {
+  name: 'Jane Doe',
+  email: 'jane.doe@example.com',
+  phone: '+1 415-555-0100',
+  cardNumber: '4111 1111 1111 1111',
+  ssn: '123-45-6789',
+  iban: 'DE89370400440532013000',
+  dateOfBirth: '1985-04-12',
+  salary: 52000,
+  note: 'left alone',
+};
+
+function run(jobType: JobType, data: unknown, context: Partial<RequestContext> = {}, manifest = 'customer'): Record<string, unknown> {
+  const copy = structuredClone(data);
+  return engine.protectDocument(job(manifest, jobType, context), copy).dataSet as Record<string, unknown>;
+}
+
+function luhnValid(digits: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10 === 0;
+}
+
+function ibanValid(iban: string): boolean {
+  const moved = iban.slice(4) + iban.slice(0, 4);
+  let rem = 0;
+  for (const ch of moved) {
+    const v = /[0-9]/.test(ch) ? ch : String(ch.charCodeAt(0) - 55);
+    for (const d of v) rem = (rem * 10 + Number(d)) % 97;
+  }
+  return rem === 1;
+}
+
+const shape = (s: string) => s.replace(/[A-Z]/g, 'A').replace(/[a-z]/g, 'a').replace(/[0-9]/g, '9');
+
+describe('manifest customer (DESIGN §12)', () => {
+  it('Mask: each field as the table says; fields without a Mask rule untouched', () => {
+    const out = run('Mask', customer);
+    assert.equal(out.name, 'J*** D**');
+    assert.equal(out.email, 'j***@example.com');
+    assert.equal(out.phone, '+* ***-***-0100');
+    assert.equal(out.cardNumber, '**** **** **** 1111');
+    assert.equal(out.ssn, '***-**-6789');
+    assert.equal(out.iban, '******************3000');
+    assert.equal(out.dateOfBirth, customer.dateOfBirth);
+    assert.equal(out.salary, customer.salary);
+    assert.equal(out.note, 'left alone');
+  });
+
+  it('Anonymise: REDACTED name, stable keyed email hash, year of birth, salary range', () => {
+    const a = run('Anonymise', customer);
+    const b = run('Anonymise', customer);
+    assert.equal(a.name, 'REDACTED');
+    assert.equal(typeof a.email, 'string');
+    assert.notEqual(a.email, customer.email);
+    assert.ok(!String(a.email).includes('jane'));
+    assert.equal(a.email, b.email, 'keyed hash is stable');
+    assert.equal(String(a.dateOfBirth), '1985');
+    assert.equal(a.salary, '50000-59999');
+    for (const k of ['phone', 'cardNumber', 'ssn', 'iban'] as const) assert.equal(a[k], customer[k], `${k} has no Anonymise rule`);
+  });
+
+  it('Pseudonymise: realistic, valid formats; Reconstruct gives back the exact original', () => {
+    const p = run('Pseudonymise', customer);
+    assert.notEqual(p.name, customer.name);
+    assert.equal(shape(String(p.name)), shape(customer.name), 'name keeps case, spaces and length');
+    assert.match(String(p.email), /^[^@\s]+@example\.com$/);
+    assert.notEqual(p.email, customer.email);
+    assert.notEqual(p.phone, customer.phone);
+    assert.equal(shape(String(p.phone)), shape(customer.phone), '+ and separators kept');
+    const card = String(p.cardNumber);
+    assert.notEqual(card, customer.cardNumber);
+    assert.equal(card.length, customer.cardNumber.length);
+    assert.ok(card.endsWith('1111'));
+    assert.ok(luhnValid(card.replace(/\D/g, '')), 'card stays Luhn-valid');
+    assert.equal(shape(String(p.ssn)), shape(customer.ssn));
+    assert.notEqual(p.ssn, customer.ssn);
+    const iban = String(p.iban);
+    assert.ok(iban.startsWith('DE'));
+    assert.notEqual(iban, customer.iban);
+    assert.ok(ibanValid(iban), 'IBAN check digits valid');
+    const dob = String(p.dateOfBirth);
+    assert.match(dob, /^\d{4}-\d{2}-\d{2}$/);
+    const shift = Math.abs(Date.parse(dob) - Date.parse(customer.dateOfBirth)) / 86_400_000;
+    assert.ok(shift <= 365, `shift ${shift} days within ±365`);
+    assert.equal(p.salary, customer.salary, 'salary has no Pseudonymise rule');
+
+    const back = run('Reconstruct', p);
+    assert.deepEqual(back, customer);
+  });
+
+  it('Pseudonymise across borders removes the ssn instead', () => {
+    const p = run('Pseudonymise', customer, { countryCode: 'US', dataOwningCountryCode: 'DE' });
+    assert.ok(!('ssn' in p));
+    const same = run('Pseudonymise', customer, { countryCode: 'DE', dataOwningCountryCode: 'DE' });
+    assert.ok('ssn' in same);
+    assert.notEqual(same.ssn, customer.ssn);
+  });
+
+  it('Encrypt: name, email, card, ssn, iban encrypted with a self-describing token; Decrypt restores', () => {
+    const e = run('Encrypt', customer);
+    for (const k of ['name', 'email', 'cardNumber', 'ssn', 'iban'] as const) {
+      assert.match(String(e[k]), /^enc:v1:/, `${k} encrypted`);
+      assert.ok(!String(e[k]).includes(String(customer[k])));
+    }
+    for (const k of ['phone', 'dateOfBirth', 'salary'] as const) assert.equal(e[k], customer[k], `${k} has no Encrypt rule`);
+    assert.deepEqual(run('Decrypt', e), customer);
+  });
+
+  it('Restrict removes ssn and salary only', () => {
+    const r = run('Restrict', customer);
+    assert.ok(!('ssn' in r));
+    assert.ok(!('salary' in r));
+    const { ssn: _s, salary: _p, ...rest } = customer;
+    assert.deepEqual(r, rest);
+  });
+
+  it('matches names case-insensitively, ignoring _ and -, at any depth', () => {
+    const out = run('Mask', { customers: [{ CARD_NUMBER: '4111111111111111', 'card-number': '5500000000000004' }], nested: { deep: { cardnumber: '4000000000000002' } } });
+    const c = (out.customers as Record<string, string>[])[0]!;
+    assert.equal(c.CARD_NUMBER, '************1111');
+    assert.equal(c['card-number'], '************0004');
+    assert.equal(((out.nested as Record<string, Record<string, string>>).deep!).cardnumber, '************0002');
+  });
+});
+
+describe('manifest card-masking (DESIGN §12)', () => {
+  it('masks card numbers to the last four', () => {
+    const out = run('Mask', { cardNumber: '4111-1111-1111-1234', name: 'Jane' }, {}, 'card-masking');
+    assert.deepEqual(out, { cardNumber: '****-****-****-1234', name: 'Jane' });
+  });
+
+  for (const jobType of ['Anonymise', 'Pseudonymise', 'Restrict', 'Encrypt', 'Decrypt', 'Reconstruct'] as const) {
+    it(`${jobType} fails with JOB_TYPE_NOT_DEFINED`, () => {
+      assert.throws(
+        () => run(jobType, { cardNumber: '4111111111111111' }, {}, 'card-masking'),
+        (err: unknown) => err instanceof DpgError && err.code === 'JOB_TYPE_NOT_DEFINED' && err.status === 422,
+      );
+    });
+  }
+});
