@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, DpgError, formatConfigProblem, toDpgError } from '../core/errors.ts';
 import { loadConfig } from '../config/load.ts';
 import { parseJobRequest } from '../engine/request.ts';
-import { buildEngine, checkConfigReferences, startGateway } from '../main.ts';
+import { buildEngine, checkConfigReferences } from '../engine/build.ts';
 import { createLogger } from '../core/logger.ts';
 
 const USAGE = `dpg — data protection gateway
@@ -97,6 +97,8 @@ async function serveCommand(args: readonly string[], io: CliIo): Promise<number>
   const { config, problems } = loadConfig({ file: values.config as string | undefined });
   if (!config) throw new ConfigError(problems);
   const logger = createLogger({ level: config.logging.level });
+  // Loaded here only: protect/validate need none of the listeners.
+  const { startGateway } = await import('../main.ts');
   const gateway = await startGateway(config, { logger });
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down');

@@ -1,0 +1,74 @@
+// Config loading: defaults, unknown keys, wrong types and missing files reported with file and line;
+// environment overrides.
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, parseListenAddress } from '../../src/config/load.ts';
+
+function withConfig(yaml: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-config-'));
+  mkdirSync(join(dir, 'manifests'));
+  writeFileSync(join(dir, 'manifests', 'm.yaml'), 'name: m\nfields:\n  - match: a\n    Mask: {}\n');
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+describe('config loader', () => {
+  it('loads the shipped default config', () => {
+    const { config, problems } = loadConfig({ file: 'config/gateway.yaml', env: {} });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(config!.http.listen, { host: '127.0.0.1', port: 8080 });
+    assert.deepEqual(config!.grpc.listen, { host: '127.0.0.1', port: 9090 });
+    assert.deepEqual(config!.proxy.listen, { host: '127.0.0.1', port: 15001 });
+    assert.equal(config!.http.requireTokenForFileProtect, true);
+    assert.equal(config!.identity.clients.length, 2);
+  });
+
+  it('applies environment overrides', () => {
+    const { config } = loadConfig({
+      file: 'config/gateway.yaml',
+      env: { DPG_HTTP_ADDR: '127.0.0.1:0', DPG_GRPC_ADDR: '[::1]:0', DPG_PROXY_ADDR: ':0', DPG_DATA_DIR: '/tmp/dpg-x', DPG_LOG_LEVEL: 'warn' },
+    });
+    assert.deepEqual(config!.http.listen, { host: '127.0.0.1', port: 0 });
+    assert.deepEqual(config!.grpc.listen, { host: '::1', port: 0 });
+    assert.equal(config!.proxy.listen.port, 0);
+    assert.equal(config!.dataDir, '/tmp/dpg-x');
+    assert.equal(config!.logging.level, 'warn');
+  });
+
+  it('reports unknown keys, wrong types and missing files with file and line, all at once', () => {
+    const file = withConfig(['http:', '  listen: 127.0.0.1:8080', '  maxBodyBytes: lots', 'grcp: {}', 'keys:', '  source: file', '  file: nowhere.yaml', 'logging:', '  level: loud', ''].join('\n'));
+    const { config, problems } = loadConfig({ file, env: {} });
+    assert.equal(config, undefined);
+    const text = problems.map((p) => `${p.line}:${p.path}:${p.message}`);
+    assert.ok(text.some((t) => t.startsWith('3:http.maxBodyBytes:must be a number')), text.join('\n'));
+    assert.ok(text.some((t) => t.startsWith('4:grcp:unknown key')), text.join('\n'));
+    assert.ok(text.some((t) => t.startsWith('7:keys.file:file not found')), text.join('\n'));
+    assert.ok(text.some((t) => t.startsWith('9:logging.level:must be one of')), text.join('\n'));
+    assert.ok(problems.every((p) => p.file === file));
+  });
+
+  it('reports YAML syntax errors and a bad environment address', () => {
+    const file = withConfig('http: [unclosed\n');
+    assert.match(loadConfig({ file, env: {} }).problems[0]!.message, /YAML syntax/);
+    const bad = loadConfig({ file: 'config/gateway.yaml', env: { DPG_HTTP_ADDR: 'nonsense' } });
+    assert.equal(bad.config, undefined);
+    assert.match(bad.problems[0]!.file, /DPG_HTTP_ADDR/);
+  });
+
+  it('reports a missing config file', () => {
+    const { problems } = loadConfig({ file: '/nonexistent/gateway.yaml', env: {} });
+    assert.equal(problems[0]!.message, 'file not found');
+  });
+
+  it('parses listen addresses', () => {
+    assert.deepEqual(parseListenAddress('0.0.0.0:1'), { host: '0.0.0.0', port: 1 });
+    assert.deepEqual(parseListenAddress('[::1]:9090'), { host: '::1', port: 9090 });
+    assert.equal(parseListenAddress('host'), undefined);
+    assert.equal(parseListenAddress('h:99999'), undefined);
+  });
+});
