@@ -54,7 +54,7 @@ export class ProtectionEngine implements Engine {
    * problems are returned; otherwise the new set replaces the old one in a single assignment.
    */
   reload(): readonly ConfigProblem[] {
-    const { manifests, problems } = loadManifestDir(this.options.manifestsDir);
+    const { manifests, problems } = loadChecked(this.options);
     if (problems.length === 0) this.manifests = manifests;
     return problems;
   }
@@ -134,7 +134,18 @@ function scalarToCell(v: Scalar): string {
 
 /** Loads manifests and builds the engine; throws ConfigError listing every manifest problem. */
 export function createEngine(options: EngineOptions): ProtectionEngine {
-  const { manifests, problems } = loadManifestDir(options.manifestsDir);
+  const { manifests, problems } = loadChecked(options);
   if (problems.length > 0) throw new ConfigError(problems);
   return new ProtectionEngine(options, manifests);
+}
+
+/** Loads the manifest directory and checks what needs the keyring too: every keyId must exist. */
+function loadChecked(options: EngineOptions): { manifests: ReadonlyMap<string, CompiledManifest>; problems: ConfigProblem[] } {
+  const { manifests, problems } = loadManifestDir(options.manifestsDir);
+  const kids = new Set(options.keyring.kids());
+  const all = [...problems];
+  for (const m of manifests.values()) {
+    if (m.keyId !== undefined && !kids.has(m.keyId)) all.push({ file: m.file, path: 'keyId', message: `key ${m.keyId} is not in the keyring` });
+  }
+  return { manifests, problems: all };
 }

@@ -1,0 +1,49 @@
+// Protecting a 1 MB JSON document (10% of its values masked) next to JSON.parse + JSON.stringify of
+// the same text, the do-nothing limit of any parse-protect-serialise design. Goal: >= 0.5x.
+
+import { testEngine, job } from '../test/helpers/engine.ts';
+
+const engine = testEngine();
+const spec = job('card-masking', 'Mask');
+
+/** ~1 MB: records of 10 string/number fields, one of which (cardNumber) the manifest masks. */
+function makeDocument(): string {
+  const records = [];
+  for (let i = 0; records.length === 0 || JSON.stringify(records).length < 1_000_000; i++) {
+    records.push({
+      id: i,
+      cardNumber: `4111 1111 ${String(1000 + (i % 9000))} ${String(1000 + ((i * 7) % 9000))}`,
+      firstName: `First${i}`,
+      lastName: `Last${i}`,
+      city: 'Springfield',
+      street: `${i} Evergreen Terrace`,
+      active: i % 2 === 0,
+      balance: i * 3.25,
+      tier: ['gold', 'silver', 'bronze'][i % 3],
+      created: '2024-01-01T00:00:00Z',
+    });
+  }
+  return JSON.stringify({ records });
+}
+
+function measure(name: string, fn: () => unknown, ms = 3000): number {
+  for (let i = 0; i < 20; i++) fn();
+  let n = 0;
+  const start = process.hrtime.bigint();
+  let elapsed = 0;
+  while (elapsed < ms) {
+    fn();
+    n++;
+    elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+  }
+  const perSec = (n / elapsed) * 1000;
+  console.log(`${name.padEnd(44)} ${perSec.toFixed(1).padStart(8)} docs/s`);
+  return perSec;
+}
+
+const text = makeDocument();
+const mb = text.length / 1e6;
+console.log(`document: ${mb.toFixed(2)} MB, ${JSON.parse(text).records.length} records, 10% of values masked`);
+const baseline = measure('baseline JSON.parse + JSON.stringify', () => JSON.stringify(JSON.parse(text)));
+const ours = measure('dpg protect (Mask, card-masking)', () => engine.protectDocument(spec, text));
+console.log(`ratio: ${(ours / baseline).toFixed(2)}x of baseline (goal >= 0.5x); ${(ours * mb).toFixed(1)} MB/s`);
