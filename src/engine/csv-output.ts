@@ -1,11 +1,20 @@
-// /file/protect output: the protected data as CSV. LIST streams row by row; JSON, XML and SQL are
-// read whole (bounded by the door's limit), protected, then flattened into one table.
+// /file/protect output: the protected data as CSV. LIST streams row by row; a JSON array streams
+// element by element (rows spooled until the header — the union of columns — is known); XML and SQL
+// are read whole (bounded by the door's limit), protected, then flattened into one table.
 
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { JobSpec, ProtectSummary } from '../core/types.ts';
 import type { Codecs } from '../formats/registry.ts';
 import { createFlatTableCsvStream } from '../formats/csv-writer.ts';
+import { createListProtectStream } from '../formats/list.ts';
+import { flattenJsonStream } from '../formats/flatten-json-stream.ts';
+import { protectJsonValue } from '../formats/json.ts';
 import type { Engine } from './types.ts';
+
+export interface CsvOutputLimits {
+  readonly maxDepth: number;
+}
 
 async function readAll(input: Readable): Promise<string> {
   const chunks: Buffer[] = [];
@@ -13,38 +22,84 @@ async function readAll(input: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export function protectToCsv(
-  engine: Engine,
-  codecs: Codecs,
-  job: JobSpec,
-  input: Readable,
-): { output: Readable; summary: Promise<ProtectSummary> } {
-  let resolveSummary!: (s: ProtectSummary) => void;
-  let rejectSummary!: (e: unknown) => void;
-  const summary = new Promise<ProtectSummary>((res, rej) => {
-    resolveSummary = res;
-    rejectSummary = rej;
-  });
-  summary.catch(() => undefined);
-  const type = job.dataSetType;
-  const output = Readable.from(
+/**
+ * A Readable that produces nothing until `start` resolves to the real output, then relays it with
+ * backpressure; destroying it ends the generator, which destroys the real stream.
+ */
+function deferred(start: () => Promise<Readable>): Readable {
+  return Readable.from(
     (async function* () {
-      try {
-        const text = await readAll(input);
-        const result = engine.protectDocument(job, text);
-        if (type === 'LIST') {
-          yield result.dataSet as string;
-        } else {
-          const table = codecs.flatteners[type](result.dataSet, { sqlDialect: job.context.sqlDialect });
-          for await (const chunk of createFlatTableCsvStream(table)) yield chunk as string | Buffer;
-        }
-        resolveSummary(result.summary);
-      } catch (err) {
-        rejectSummary(err);
-        throw err;
-      }
+      const real = await start();
+      for await (const chunk of real) yield chunk as Buffer | string;
     })(),
     { objectMode: false },
   );
+}
+
+export function protectToCsv(
+  engine: Engine,
+  codecs: Codecs,
+  limits: CsvOutputLimits,
+  job: JobSpec,
+  input: Readable,
+): { output: Readable; summary: Promise<ProtectSummary> } {
+  let settle!: { resolve: (s: ProtectSummary) => void; reject: (e: unknown) => void };
+  const summary = new Promise<ProtectSummary>((resolve, reject) => (settle = { resolve, reject }));
+  summary.catch(() => undefined); // callers that only stream still see the error on the output
+
+  const type = job.dataSetType;
+  // Manifest and job type are checked now, before a byte is read.
+  const prepared = engine.prepare(job);
+
+  if (type === 'LIST') {
+    const protector = createListProtectStream(prepared.resolver, { beforeRelease: () => prepared.check() });
+    const finisher = new Transform({
+      transform(chunk, _enc, cb) {
+        cb(null, chunk);
+      },
+      flush(cb) {
+        try {
+          settle.resolve(prepared.finish());
+          cb();
+        } catch (err) {
+          cb(err as Error);
+        }
+      },
+    });
+    pipeline(input, protector, finisher).catch((err: unknown) => settle.reject(err));
+    finisher.once('error', (err) => settle.reject(err));
+    return { output: finisher, summary };
+  }
+
+  if (type === 'JSON') {
+    const output = deferred(async () => {
+      try {
+        const csv = await flattenJsonStream(input, {
+          maxDepth: limits.maxDepth,
+          protectElement: (element) => protectJsonValue(element, prepared.resolver, limits),
+          beforeRelease: () => settle.resolve(prepared.finish()),
+        });
+        return csv;
+      } catch (err) {
+        settle.reject(err);
+        throw err;
+      }
+    });
+    return { output, summary };
+  }
+
+  const output = deferred(async () => {
+    try {
+      const text = await readAll(input);
+      const options = { sqlDialect: job.context.sqlDialect };
+      const protectedText = codecs.documents[type].protect(text, prepared.resolver, options);
+      settle.resolve(prepared.finish());
+      const table = codecs.flatteners[type](protectedText, options);
+      return createFlatTableCsvStream(table);
+    } catch (err) {
+      settle.reject(err);
+      throw err;
+    }
+  });
   return { output, summary };
 }

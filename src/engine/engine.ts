@@ -124,7 +124,7 @@ export class ProtectionEngine implements Engine {
   }
 
   protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {
-    return protectToCsv(this, this.codecs, job, input);
+    return protectToCsv(this, this.codecs, this.limits, job, input);
   }
 }
 

@@ -1,10 +1,14 @@
-// Which codec serves which data type. The engine asks here; adding a data type is one line.
+// Which codec serves which data type. The engine asks here; adding a data type is one line per table.
 
-import { DpgError } from '../core/errors.ts';
 import type { DataSetType } from '../core/types.ts';
 import type { DocumentCodec, Flattener } from './codec.ts';
 import { createJsonCodec } from './json.ts';
-import { flattenJson } from './flatten-json.ts';
+import { createXmlCodec } from './xml-codec.ts';
+import { sqlCodec } from './sql-codec.ts';
+import { listCodec } from './list.ts';
+import { createJsonFlattener } from './flatten-json.ts';
+import { createXmlFlattener } from './xml-flatten.ts';
+import { flattenSql } from './sql-flatten.ts';
 
 export interface CodecLimits {
   readonly maxDepth: number;
@@ -16,26 +20,18 @@ export interface Codecs {
   readonly flatteners: Readonly<Record<Exclude<DataSetType, 'LIST'>, Flattener>>;
 }
 
-function notYet(type: DataSetType): DocumentCodec {
-  return {
-    type,
-    protect() {
-      throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `${type} data sets are not supported yet`);
-    },
-  };
-}
-
 export function createCodecs(limits: CodecLimits): Codecs {
   return {
-    documents: { JSON: createJsonCodec(limits), XML: notYet('XML'), SQL: notYet('SQL'), LIST: notYet('LIST') },
+    documents: {
+      JSON: createJsonCodec(limits),
+      XML: createXmlCodec({ maxDepth: limits.maxDepth }),
+      SQL: sqlCodec,
+      LIST: listCodec,
+    },
     flatteners: {
-      JSON: flattenJson,
-      XML: () => {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', 'XML data sets are not supported yet');
-      },
-      SQL: () => {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', 'SQL data sets are not supported yet');
-      },
+      JSON: createJsonFlattener({ maxDepth: limits.maxDepth }),
+      XML: createXmlFlattener({ maxDepth: limits.maxDepth }),
+      SQL: flattenSql,
     },
   };
 }
