@@ -1,0 +1,121 @@
+// The character-masking engine shared by the Mask styles and Anonymise's prefix masking: which
+// characters count as maskable, and a fast path for the common ASCII case (a card number masked
+// with keepLast 4 costs one scan and two slices).
+
+/** Which characters a mask replaces; the rest (separators) are kept in place. */
+export type MaskableSet = 'alphanumeric' | 'digits' | 'all';
+
+const WIDE_ALNUM = /^[\p{L}\p{N}\p{M}]$/u;
+const WIDE_DIGIT = /^\p{Nd}$/u;
+
+function asciiTable(set: MaskableSet): Uint8Array {
+  const table = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) {
+    const digit = c >= 48 && c <= 57;
+    const letter = (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+    table[c] = set === 'all' || digit || (set === 'alphanumeric' && letter) ? 1 : 0;
+  }
+  return table;
+}
+
+/** Tells whether a character (one code point, as a string) is maskable. */
+export function maskablePredicate(set: MaskableSet): (ch: string) => boolean {
+  const table = asciiTable(set);
+  const wide = set === 'all' ? () => true : set === 'digits' ? (ch: string) => WIDE_DIGIT.test(ch) : (ch: string) => WIDE_ALNUM.test(ch);
+  return (ch) => {
+    const c = ch.charCodeAt(0);
+    return c < 128 && ch.length === 1 ? table[c] === 1 : wide(ch);
+  };
+}
+
+/** Repeats of one mask character, cached for the short lengths values usually have. */
+export class MaskRuns {
+  private readonly cache: string[] = [];
+
+  constructor(readonly maskChar: string) {
+    let run = '';
+    for (let i = 0; i <= 64; i++) {
+      this.cache.push(run);
+      run += maskChar;
+    }
+  }
+
+  of(length: number): string {
+    return length < this.cache.length ? this.cache[length] : this.maskChar.repeat(length);
+  }
+}
+
+export interface MaskerSpec {
+  readonly set: MaskableSet;
+  readonly keepFirst: number;
+  readonly keepLast: number;
+  readonly maskChar: string;
+}
+
+/**
+ * Compiles a function masking every maskable character of a string except the first `keepFirst`
+ * and the last `keepLast` maskable ones. Separators do not count towards those numbers. Length in
+ * characters (code points) is always kept.
+ */
+export function compileMasker(spec: MaskerSpec): (value: string) => string {
+  const { keepFirst, keepLast } = spec;
+  const table = asciiTable(spec.set);
+  const runs = new MaskRuns(spec.maskChar);
+  const isMaskable = maskablePredicate(spec.set);
+
+  // Code-point path for anything outside ASCII: rarer, so simpler rather than faster.
+  const wideMask = (value: string): string => {
+    const chars = Array.from(value);
+    let total = 0;
+    for (const ch of chars) if (isMaskable(ch)) total++;
+    const maskTo = total - keepLast;
+    let ordinal = 0;
+    for (let i = 0; i < chars.length; i++) {
+      if (!isMaskable(chars[i])) continue;
+      if (ordinal >= keepFirst && ordinal < maskTo) chars[i] = spec.maskChar;
+      ordinal++;
+    }
+    return chars.join('');
+  };
+
+  return (value: string): string => {
+    const n = value.length;
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      const c = value.charCodeAt(i);
+      if (c >= 128) return wideMask(value);
+      total += table[c];
+    }
+    const maskTo = total - keepLast;
+    if (maskTo <= keepFirst) return value;
+    if (total === n) {
+      // Every character is maskable (a bare card number): a cached run and one or two slices.
+      const tail = runs.of(maskTo - keepFirst) + value.slice(maskTo);
+      return keepFirst === 0 ? tail : value.slice(0, keepFirst) + tail;
+    }
+    let out = '';
+    let runStart = 0;
+    let masking = false;
+    let ordinal = 0;
+    for (let i = 0; i < n; i++) {
+      let masked = false;
+      if (table[value.charCodeAt(i)] === 1) {
+        masked = ordinal >= keepFirst && ordinal < maskTo;
+        ordinal++;
+      }
+      if (masked !== masking) {
+        out += masking ? runs.of(i - runStart) : value.slice(runStart, i);
+        runStart = i;
+        masking = masked;
+      }
+    }
+    return out + (masking ? runs.of(n - runStart) : value.slice(runStart));
+  };
+}
+
+/** The text a technique works on for a non-string scalar (numbers are masked as their JSON text). */
+export function scalarText(value: string | number | boolean | null): string {
+  if (typeof value === 'string') return value;
+  if (value === null) return '';
+  return String(value);
+}
