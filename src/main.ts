@@ -1,6 +1,7 @@
 // Wires config, keyring, engine, identity, metrics and the doors together. Nothing imports this
 // but the CLI; the doors never import each other and meet only here.
 
+import { watch, type FSWatcher } from 'node:fs';
 import { ConfigError } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
 import { Metrics } from './core/metrics.ts';
@@ -43,18 +44,40 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   for (const [name, a] of Object.entries(addresses)) logger.info({ listener: name, host: a.host, port: a.port }, 'listening');
   logger.info({ manifests: engine.manifestNames() }, 'ready');
 
+  const reload = () => {
+    const problems = engine.reload();
+    if (problems.length > 0) {
+      logger.error({ problems: problems.length, files: [...new Set(problems.map((p) => p.file))] }, 'manifest reload refused; previous manifests stay in force');
+    } else logger.info({ manifests: engine.manifestNames() }, 'manifests reloaded');
+  };
+  const watcher = watchManifests(config.manifests, reload, logger);
+
   return {
     addresses,
-    reload() {
-      const problems = engine.reload();
-      if (problems.length > 0) logger.error({ problems: problems.length, files: [...new Set(problems.map((p) => p.file))] }, 'manifest reload refused; previous manifests stay in force');
-      else logger.info({ manifests: engine.manifestNames() }, 'manifests reloaded');
-    },
+    reload,
     async close() {
       ready = false;
+      watcher?.close();
       const grace = config.http.shutdownGraceMs;
       await Promise.all([http.close(grace), grpc.close(grace), proxy?.close(grace)]);
       await identity.close();
     },
   };
+}
+
+/** Reloads manifests shortly after files in their directory change (editors write in bursts). */
+function watchManifests(dir: string, reload: () => void, logger: Logger): FSWatcher | undefined {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const watcher = watch(dir, { persistent: false }, () => {
+      clearTimeout(timer);
+      timer = setTimeout(reload, 250);
+      timer.unref();
+    });
+    watcher.on('error', () => logger.warn('manifest directory watch stopped; reload with SIGHUP'));
+    return watcher;
+  } catch {
+    logger.warn('cannot watch the manifest directory; reload with SIGHUP');
+    return undefined;
+  }
 }

@@ -169,3 +169,21 @@ describe('engine', () => {
     assert.deepEqual(protect('Decrypt', e), { rows });
   });
 });
+
+describe('engine reload', () => {
+  it('swaps plans atomically and keeps the working plan when a file is broken', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dpg-reload-'));
+    writeFileSync(join(dir, 'm.yaml'), 'name: m\nfields:\n  - match: a\n    Mask: {}\n');
+    const e = testEngine(dir);
+    const before = e.manifest('m');
+    writeFileSync(join(dir, 'm.yaml'), 'name: m\nfields:\n  - match: a\n    Mask: { keepLast: many }\n');
+    assert.ok(e.reload().length > 0);
+    assert.equal(e.manifest('m'), before, 'broken file never replaces a working plan');
+    assert.deepEqual(e.protectDocument(job('m', 'Mask'), { a: 'abcd' }).dataSet, { a: '****' });
+    writeFileSync(join(dir, 'm.yaml'), 'name: m\nfields:\n  - match: a\n    Mask: { keepLast: 2 }\n');
+    writeFileSync(join(dir, 'n.yaml'), 'name: n\nfields:\n  - match: b\n    Restrict: {}\n');
+    assert.deepEqual(e.reload(), []);
+    assert.deepEqual(e.protectDocument(job('m', 'Mask'), { a: 'abcd' }).dataSet, { a: '**cd' });
+    assert.deepEqual(e.manifestNames(), ['m', 'n']);
+  });
+});
