@@ -9,7 +9,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
 import { createIdentity } from './identity/identity.ts';
 import { startHttpServer } from './transport/http/server.ts';
-import { startGrpcServer } from './transport/grpc/server.ts';
+import { startGrpcServer } from './transport/grpc/index.ts';
 import { startProxy } from './proxy/index.ts';
 
 export interface Gateway {

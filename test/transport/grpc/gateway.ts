@@ -1,0 +1,138 @@
+// Starts the real gRPC door for tests: real engine over the default manifests, real identity with
+// the demo clients, listener on 127.0.0.1:0, every log line captured for leak checks.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '../../../src/core/logger.ts';
+import { Metrics } from '../../../src/core/metrics.ts';
+import type { GatewayConfig, GrpcConfig, IdentityConfig, LimitsConfig } from '../../../src/config/types.ts';
+import type { Engine } from '../../../src/engine/types.ts';
+import { createIdentity } from '../../../src/identity/identity.ts';
+import { hashSecret } from '../../../src/identity/secret-hash.ts';
+import type { Identity } from '../../../src/identity/types.ts';
+import { startGrpcServer } from '../../../src/transport/grpc/index.ts';
+import { testEngine } from '../../helpers/engine.ts';
+
+export const API_KEY = 'demo-api-key';
+export const CLIENTS = {
+  full: { id: 'demo-client', secret: 'demo-secret' },
+  reader: { id: 'demo-reader', secret: 'reader-secret' },
+  cardOnly: { id: 'card-only', secret: 'card-only-secret-7f3a' },
+} as const;
+
+let hashes: Record<'apiKey' | keyof typeof CLIENTS, string> | undefined;
+/** Hashed once per process: scrypt is slow on purpose. */
+function demoHashes(): NonNullable<typeof hashes> {
+  hashes ??= {
+    apiKey: hashSecret(API_KEY),
+    full: hashSecret(CLIENTS.full.secret),
+    reader: hashSecret(CLIENTS.reader.secret),
+    cardOnly: hashSecret(CLIENTS.cardOnly.secret),
+  };
+  return hashes;
+}
+
+function identityConfig(signingKeyDir: string): IdentityConfig {
+  const h = demoHashes();
+  return {
+    issuer: 'https://dpg.test/identity',
+    audience: 'dpg-gateway',
+    tokenTtlSeconds: 900,
+    signingKeyDir,
+    signingKeyRotationSeconds: 7 * 24 * 3600,
+    apiKeys: [{ id: 'demo', hash: h.apiKey }],
+    clients: [
+      { id: CLIENTS.full.id, secretHash: h.full, scopes: ['protect', 'reconstruct', 'decrypt'] },
+      { id: CLIENTS.reader.id, secretHash: h.reader, scopes: ['protect'] },
+      { id: CLIENTS.cardOnly.id, secretHash: h.cardOnly, scopes: ['protect'], manifests: ['card-masking'] },
+    ],
+  };
+}
+
+export function gatewayConfig(dataDir: string, grpc: Partial<GrpcConfig> = {}, limits: Partial<LimitsConfig> = {}): GatewayConfig {
+  return {
+    file: join(dataDir, 'gateway.yaml'),
+    dataDir,
+    http: {
+      listen: { host: '127.0.0.1', port: 0 },
+      maxBodyBytes: 10 * 1024 * 1024,
+      maxFileBytes: 2 * 1024 * 1024 * 1024,
+      requireTokenForFileProtect: true,
+      shutdownGraceMs: 2000,
+    },
+    grpc: { listen: { host: '127.0.0.1', port: 0 }, maxMessageBytes: 64 * 1024 * 1024, ...grpc },
+    identity: identityConfig(join(dataDir, 'identity')),
+    keys: { source: 'generated' },
+    manifests: join(dataDir, 'manifests'),
+    proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
+    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, ...limits },
+    logging: { level: 'info' },
+  };
+}
+
+export interface GrpcTestGateway {
+  readonly port: number;
+  readonly logs: string[];
+  readonly identity: Identity;
+  readonly metrics: Metrics;
+  /** Health reports SERVING while true. */
+  ready: boolean;
+  token(client: keyof typeof CLIENTS): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface GrpcTestGatewayOptions {
+  readonly grpc?: Partial<GrpcConfig>;
+  readonly limits?: Partial<LimitsConfig>;
+  readonly engine?: Engine;
+}
+
+export async function startGrpcTestGateway(options: GrpcTestGatewayOptions = {}): Promise<GrpcTestGateway> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dpg-grpc-'));
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(line) } });
+  const config = gatewayConfig(dataDir, options.grpc, options.limits);
+  const metrics = new Metrics({ collectDefaults: false });
+  const identity = await createIdentity(config.identity, { logger, nodeEnv: 'test' });
+  const tokens = new Map<string, string>();
+  const state = { ready: true };
+  const server = await startGrpcServer({
+    config,
+    engine: options.engine ?? testEngine(),
+    identity,
+    logger,
+    metrics,
+    isReady: () => state.ready,
+  });
+  return {
+    port: server.address.port,
+    logs,
+    identity,
+    metrics,
+    get ready() {
+      return state.ready;
+    },
+    set ready(value: boolean) {
+      state.ready = value;
+    },
+    async token(name) {
+      const cached = tokens.get(name);
+      if (cached !== undefined) return cached;
+      const c = CLIENTS[name];
+      const res = await identity.issueToken({
+        apiKey: API_KEY,
+        authorization: undefined,
+        form: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.id, client_secret: c.secret }),
+      });
+      if (res.status !== 200) throw new Error(`token request for ${name} failed: ${res.status}`);
+      tokens.set(name, res.body.access_token);
+      return res.body.access_token;
+    },
+    async close() {
+      await server.close(500);
+      await identity.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
