@@ -79,16 +79,40 @@ class BoundFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const run = this.run;
-    if (!this.batchFn || this.removesField) return values.map((v, i) => this.apply(v, () => location(i)));
-    // Values that pass through unchanged or fail early stay out of the batch.
     const out = values.slice();
+    if (this.removesField) return out;
+    const protectNull = run.protectNull;
+    const maxLength = run.limits.maxValueLength;
+    if (!this.batchFn) {
+      // Per-value technique: a plain loop; a location string is built only for a failure.
+      const fn = this.fn;
+      let done = 0;
+      for (let i = 0; i < values.length; i++) {
+        const v = values[i]!;
+        if ((v === null || v === '') && !protectNull) continue;
+        if (typeof v === 'string' && v.length > maxLength) {
+          out[i] = run.fail(location(i), 'VALUE_TOO_LONG');
+          continue;
+        }
+        try {
+          out[i] = fn(v);
+          done++;
+        } catch (err) {
+          if (!(err instanceof ValueError)) throw err;
+          out[i] = run.fail(location(i), err.reason);
+        }
+      }
+      run.summary.protected += done;
+      return out;
+    }
+    // Values that pass through unchanged or fail early stay out of the batch.
     const idx: number[] = [];
     const batch: Scalar[] = [];
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
-      if (isEmpty(v) && !run.protectNull) continue;
-      if (typeof v === 'string' && v.length > run.limits.maxValueLength) {
-        out[i] = run.fail(() => location(i), 'VALUE_TOO_LONG');
+      if ((v === null || v === '') && !protectNull) continue;
+      if (typeof v === 'string' && v.length > maxLength) {
+        out[i] = run.fail(location(i), 'VALUE_TOO_LONG');
         continue;
       }
       idx.push(i);
@@ -99,7 +123,7 @@ class BoundFieldAction implements FieldAction {
     for (let k = 0; k < idx.length; k++) {
       const r = results[k]!;
       const i = idx[k]!;
-      if (r instanceof ValueError) out[i] = run.fail(() => location(i), r.reason);
+      if (r instanceof ValueError) out[i] = run.fail(location(i), r.reason);
       else {
         out[i] = r;
         run.summary.protected++;

@@ -108,14 +108,18 @@ export class ProtectionEngine implements Engine {
       }
     } else {
       const standIn = job.context.useRestrictedText ? (job.context.restrictedText ?? '') : '';
+      const column: Scalar[] = new Array(out.length);
       for (let c = 0; c < labels.length; c++) {
         const label = labels[c]!;
         const action = prepared.resolver.resolve(label, label);
         if (!action) continue;
-        const column: Scalar[] = new Array(out.length);
         for (let r = 0; r < out.length; r++) column[r] = out[r]![c]!;
         // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
-        for (let r = 0; r < out.length; r++) if (action.removes(column[r])) column[r] = standIn;
+        if (action.removes('x')) {
+          const keepEmpty = !job.context.protectNullValues;
+          for (let r = 0; r < out.length; r++) out[r]![c] = keepEmpty && column[r] === '' ? '' : standIn;
+          continue;
+        }
         const protectedColumn = action.applyBatch(column, (r) => `row ${r}, column ${label}`);
         for (let r = 0; r < out.length; r++) out[r]![c] = scalarToCell(protectedColumn[r]!);
       }

@@ -62,6 +62,9 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
   const table = asciiTable(spec.set);
   const runs = new MaskRuns(spec.maskChar);
   const isMaskable = maskablePredicate(spec.set);
+  const maskCode = spec.maskChar.charCodeAt(0);
+  // The byte-buffer path below needs a mask character of one code unit that latin1 can hold.
+  const latin1Mask = spec.maskChar.length === 1 && maskCode < 256;
 
   // Code-point path for anything outside ASCII: rarer, so simpler rather than faster.
   const wideMask = (value: string): string => {
@@ -93,25 +96,25 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
       const tail = runs.of(maskTo - keepFirst) + value.slice(maskTo);
       return keepFirst === 0 ? tail : value.slice(0, keepFirst) + tail;
     }
-    let out = '';
-    let runStart = 0;
-    let masking = false;
+    // Mixed maskable and separator characters: write the result into one reused byte buffer and
+    // read it back as a single flat string. Concatenating runs and slices instead builds a chain of
+    // rope strings per value, which dominated garbage collection on large columns.
+    if (!latin1Mask) return wideMask(value);
+    const buf = n <= scratch.length ? scratch : Buffer.allocUnsafe(n);
     let ordinal = 0;
     for (let i = 0; i < n; i++) {
-      let masked = false;
-      if (table[value.charCodeAt(i)] === 1) {
-        masked = ordinal >= keepFirst && ordinal < maskTo;
+      const c = value.charCodeAt(i);
+      if (table[c] === 1) {
+        buf[i] = ordinal >= keepFirst && ordinal < maskTo ? maskCode : c;
         ordinal++;
-      }
-      if (masked !== masking) {
-        out += masking ? runs.of(i - runStart) : value.slice(runStart, i);
-        runStart = i;
-        masking = masked;
-      }
+      } else buf[i] = c;
     }
-    return out + (masking ? runs.of(n - runStart) : value.slice(runStart));
+    return buf.toString('latin1', 0, n);
   };
 }
+
+/** Scratch space for the ASCII path; single-threaded and fully rewritten before each read. */
+const scratch = Buffer.allocUnsafe(4096);
 
 /** The text a technique works on for a non-string scalar (numbers are masked as their JSON text). */
 export function scalarText(value: string | number | boolean | null): string {
