@@ -1,0 +1,186 @@
+// /api/protect (1 KB JSON, Mask) under autocannon next to a bare node:http JSON echo server, and
+// /file/protect streaming a large CSV (MB/s, server peak RSS). Each server runs alone in a child
+// process (this file re-run with a role), so the load generator never shares its CPU budget.
+//   node --import tsx bench/http.bench.ts            (~1 minute; file size 100 MB)
+//   BENCH_BIG=1 node --import tsx bench/http.bench.ts (1 GB file)
+
+import { fork, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 6);
+/** Echo and gateway runs alternate, best of each kept: a shared machine's noise hits both alike. */
+const ROUNDS = 2;
+const CONNECTIONS = 16;
+const FILE_BYTES = process.env.BENCH_BIG === '1' ? 1024 ** 3 : 100 * 1024 ** 2;
+
+interface AutocannonResult {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  non2xx: number;
+  errors: number;
+}
+type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
+
+/** About 1 KB of customer records: every field the customer manifest masks, plus some it leaves. */
+function protectBody(): string {
+  const dataSet = Array.from({ length: 7 }, (_, i) => ({
+    id: i,
+    name: `Jane Doe ${i}`,
+    email: `jane.doe${i}@example.com`,
+    cardNumber: '4111 1111 1111 1111',
+    phone: '+1 415-555-0100',
+    city: 'Paris',
+  }));
+  return JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet });
+}
+
+// ---- child roles -------------------------------------------------------------------------------
+
+async function runEcho(): Promise<void> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.stringify(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as { port: number }).port }));
+}
+
+async function runGateway(): Promise<void> {
+  const { createLogger } = await import('../src/core/logger.ts');
+  const { Metrics } = await import('../src/core/metrics.ts');
+  const { createIdentity } = await import('../src/identity/identity.ts');
+  const { startHttpServer } = await import('../src/transport/http/server.ts');
+  const { gatewayConfig } = await import('../test/e2e/http-helpers.ts');
+  const { testEngine } = await import('../test/helpers/engine.ts');
+  const dataDir = mkdtempSync(join(tmpdir(), 'dpg-http-bench-'));
+  // Audit lines are formatted as in production, then dropped.
+  const logger = createLogger({ level: 'info', destination: { write: () => undefined } });
+  const config = gatewayConfig(dataDir, { maxFileBytes: 2 * 1024 ** 3 });
+  const identity = await createIdentity(config.identity, { logger });
+  const server = await startHttpServer({ config, engine: testEngine(), identity, logger, metrics: new Metrics(), isReady: () => true });
+  let peakRss = process.memoryUsage().rss;
+  setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 25).unref();
+  process.on('message', (msg: { type?: string }) => {
+    if (msg.type === 'rss') process.send?.({ peakRss, rss: process.memoryUsage().rss });
+    if (msg.type === 'reset') peakRss = process.memoryUsage().rss;
+  });
+  process.on('disconnect', () => rmSync(dataDir, { recursive: true, force: true }));
+  process.send?.({ port: server.address.port });
+}
+
+// ---- parent ------------------------------------------------------------------------------------
+
+function start(role: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', 'tsx'], env: { ...process.env, DPG_LOG_LEVEL: 'silent' } });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+}
+
+function ask<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve) => {
+    child.once('message', (m: T) => resolve(m));
+    child.send({ type });
+  });
+}
+
+async function token(port: number): Promise<string> {
+  const res = await request(`http://127.0.0.1:${port}/gateway/identity/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': 'demo-api-key' },
+    body: 'grant_type=client_credentials&client_id=demo-client&client_secret=demo-secret',
+  });
+  return ((await res.body.json()) as { access_token: string }).access_token;
+}
+
+async function load(autocannon: Autocannon, url: string, headers: Record<string, string>, body: string): Promise<AutocannonResult> {
+  // A short warm-up so both servers are measured with JIT-compiled hot paths.
+  await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: 1 });
+  return autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: DURATION_S });
+}
+
+async function fileBench(port: number, bearer: string): Promise<{ seconds: number; rows: number }> {
+  const boundary = '----dpgbench';
+  const row = (i: number) => `${i},Jane Doe ${i},4111 1111 1111 ${String(i % 10000).padStart(4, '0')},jane${i}@example.com,Paris\n`;
+  const rowBytes = Buffer.byteLength(row(500000));
+  const rows = Math.ceil(FILE_BYTES / rowBytes);
+  async function* body(): AsyncGenerator<Buffer> {
+    yield Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="protectFileDataset"\r\nContent-Type: application/json\r\n\r\n` +
+        `{"manifestName":"customer","jobType":"Mask"}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.csv"\r\n` +
+        'Content-Type: text/csv\r\n\r\nid,name,cardNumber,email,city\n',
+    );
+    for (let start = 0; start < rows; start += 2000) {
+      let chunk = '';
+      for (let i = start; i < Math.min(rows, start + 2000); i++) chunk += row(i);
+      yield Buffer.from(chunk);
+    }
+    yield Buffer.from(`\r\n--${boundary}--\r\n`);
+  }
+  const started = performance.now();
+  const res = await request(`http://127.0.0.1:${port}/file/protect`, {
+    method: 'POST',
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-resource-token': bearer },
+    body: Readable.from(body()),
+  });
+  if (res.statusCode !== 200) throw new Error(`file/protect answered ${res.statusCode}`);
+  for await (const _ of res.body) {
+    // drain
+  }
+  return { seconds: (performance.now() - started) / 1000, rows };
+}
+
+async function main(): Promise<void> {
+  const autocannon = ((await import('autocannon' as string)) as { default: Autocannon }).default;
+  const body = protectBody();
+  console.log(`request body ${Buffer.byteLength(body)} bytes, ${CONNECTIONS} connections, ${DURATION_S} s per run, servers in child processes`);
+
+  const echo = await start('echo');
+  const gw = await start('gateway');
+  const bearer = await token(gw.port);
+  const echoUrl = `http://127.0.0.1:${echo.port}/`;
+  const apiUrl = `http://127.0.0.1:${gw.port}/api/protect`;
+  let base: AutocannonResult | undefined;
+  let api: AutocannonResult | undefined;
+  const best = (a: AutocannonResult | undefined, b: AutocannonResult) => (a === undefined || b.requests.average > a.requests.average ? b : a);
+  for (let round = 0; round < ROUNDS; round++) {
+    base = best(base, await load(autocannon, echoUrl, { 'content-type': 'application/json' }, body));
+    api = best(api, await load(autocannon, apiUrl, { 'content-type': 'application/json', 'x-resource-token': bearer }, body));
+  }
+  echo.child.kill();
+  if (base === undefined || api === undefined) throw new Error('no runs');
+
+  const row = (name: string, r: AutocannonResult) =>
+    console.log(`${name.padEnd(34)} ${r.requests.average.toFixed(0).padStart(8)} req/s   p50 ${r.latency.p50} ms   p99 ${r.latency.p99} ms   non-2xx ${r.non2xx}  errors ${r.errors}`);
+  row('baseline: node:http JSON echo', base);
+  row('/api/protect Mask (1 KB JSON)', api);
+  console.log(`ratio ${(api.requests.average / base.requests.average).toFixed(2)}x of the echo server (goal >= 0.5x)`);
+
+  const before = await ask<{ rss: number }>(gw.child, 'rss');
+  gw.child.send({ type: 'reset' });
+  const file = await fileBench(gw.port, bearer);
+  const { peakRss } = await ask<{ peakRss: number }>(gw.child, 'rss');
+  const idleMb = before.rss / 1024 ** 2;
+  const mb = FILE_BYTES / 1024 ** 2;
+  console.log(
+    `/file/protect LIST Mask ${mb.toFixed(0)} MB (${file.rows} rows): ${(mb / file.seconds).toFixed(1)} MB/s, ` +
+      `server peak RSS ${(peakRss / 1024 ** 2).toFixed(0)} MB (goal <= 200 MB; ${idleMb.toFixed(0)} MB before the upload)`,
+  );
+  gw.child.kill();
+}
+
+const role = process.argv[2];
+if (role === 'echo') await runEcho();
+else if (role === 'gateway') await runGateway();
+else await main();

@@ -1,0 +1,31 @@
+// Finds and verifies the caller's token: X-Resource-Token, or Authorization: Bearer (DESIGN §3).
+
+import type { IncomingMessage } from 'node:http';
+import { DpgError } from '../../core/errors.ts';
+import type { Identity, Principal } from '../../identity/types.ts';
+
+/** Sent with every 401 so clients know which scheme is expected (RFC 6750 §3). */
+export const BEARER_CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="dpg"' };
+
+/** The raw token, or undefined when the request carries none. */
+export function tokenFrom(req: IncomingMessage): string | undefined {
+  const resourceToken = req.headers['x-resource-token'];
+  if (typeof resourceToken === 'string' && resourceToken.trim() !== '') {
+    return resourceToken.trim().replace(/^Bearer\s+/i, '');
+  }
+  const authorization = req.headers.authorization;
+  if (typeof authorization === 'string') {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match === null) throw new DpgError('UNAUTHENTICATED', 'The Authorization header must use the Bearer scheme');
+    return match[1];
+  }
+  return undefined;
+}
+
+export async function authenticate(req: IncomingMessage, identity: Identity): Promise<Principal> {
+  const token = tokenFrom(req);
+  if (token === undefined) {
+    throw new DpgError('UNAUTHENTICATED', 'A token is required in the X-Resource-Token or Authorization header');
+  }
+  return identity.verify(token);
+}

@@ -1,0 +1,193 @@
+// Starts the real HTTP door (real engine, real identity, real listener on 127.0.0.1:0) for the
+// whole-process tests, with every log line captured so tests can scan them for leaks.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { createLogger } from '../../src/core/logger.ts';
+import { Metrics } from '../../src/core/metrics.ts';
+import type { GatewayConfig, HttpConfig, IdentityConfig } from '../../src/config/types.ts';
+import type { Engine } from '../../src/engine/types.ts';
+import { createIdentity } from '../../src/identity/identity.ts';
+import { hashSecret } from '../../src/identity/secret-hash.ts';
+import type { Identity } from '../../src/identity/types.ts';
+import { startHttpServer } from '../../src/transport/http/server.ts';
+import { testEngine } from '../helpers/engine.ts';
+
+export const API_KEY = 'demo-api-key';
+export const CLIENTS = {
+  full: { id: 'demo-client', secret: 'demo-secret' },
+  reader: { id: 'demo-reader', secret: 'reader-secret' },
+  cardOnly: { id: 'card-only', secret: 'card-only-secret-7f3a' },
+} as const;
+
+let hashes: { apiKey: string; full: string; reader: string; cardOnly: string } | undefined;
+/** Hashed once per process: scrypt is deliberately slow. */
+function demoHashes(): NonNullable<typeof hashes> {
+  hashes ??= {
+    apiKey: hashSecret(API_KEY),
+    full: hashSecret(CLIENTS.full.secret),
+    reader: hashSecret(CLIENTS.reader.secret),
+    cardOnly: hashSecret(CLIENTS.cardOnly.secret),
+  };
+  return hashes;
+}
+
+export function identityConfig(signingKeyDir: string, overrides: Partial<IdentityConfig> = {}): IdentityConfig {
+  const h = demoHashes();
+  return {
+    issuer: 'https://dpg.test/identity',
+    audience: 'dpg-gateway',
+    tokenTtlSeconds: 900,
+    signingKeyDir,
+    signingKeyRotationSeconds: 7 * 24 * 3600,
+    apiKeys: [{ id: 'demo', hash: h.apiKey }],
+    clients: [
+      { id: CLIENTS.full.id, secretHash: h.full, scopes: ['protect', 'reconstruct', 'decrypt'] },
+      { id: CLIENTS.reader.id, secretHash: h.reader, scopes: ['protect'] },
+      { id: CLIENTS.cardOnly.id, secretHash: h.cardOnly, scopes: ['protect'], manifests: ['card-masking'] },
+    ],
+    ...overrides,
+  };
+}
+
+export function gatewayConfig(dataDir: string, http: Partial<HttpConfig> = {}, identity: Partial<IdentityConfig> = {}): GatewayConfig {
+  return {
+    file: join(dataDir, 'gateway.yaml'),
+    dataDir,
+    http: {
+      listen: { host: '127.0.0.1', port: 0 },
+      maxBodyBytes: 10 * 1024 * 1024,
+      maxFileBytes: 2 * 1024 * 1024 * 1024,
+      requireTokenForFileProtect: true,
+      shutdownGraceMs: 2000,
+      ...http,
+    },
+    grpc: { listen: { host: '127.0.0.1', port: 0 }, maxMessageBytes: 64 * 1024 * 1024 },
+    identity: identityConfig(join(dataDir, 'identity'), identity),
+    keys: { source: 'generated' },
+    manifests: join(dataDir, 'manifests'),
+    proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
+    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024 },
+    logging: { level: 'info' },
+  };
+}
+
+export interface TestGateway {
+  readonly base: string;
+  readonly logs: string[];
+  readonly identity: Identity;
+  readonly metrics: Metrics;
+  readonly dataDir: string;
+  ready: boolean;
+  caPem: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  readonly http?: Partial<HttpConfig>;
+  readonly identity?: Partial<IdentityConfig>;
+  readonly engine?: Engine;
+  readonly now?: () => number;
+}
+
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dpg-http-'));
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(line) } });
+  const config = gatewayConfig(dataDir, options.http, options.identity);
+  const metrics = new Metrics({ collectDefaults: false });
+  const identity = await createIdentity(config.identity, { logger, nodeEnv: 'test', ...(options.now ? { now: options.now } : {}) });
+  const gateway: TestGateway = {
+    base: '',
+    logs,
+    identity,
+    metrics,
+    dataDir,
+    ready: true,
+    caPem: undefined,
+    async close() {
+      await server.close(500);
+      await identity.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  const server = await startHttpServer({
+    config,
+    engine: options.engine ?? testEngine(),
+    identity,
+    logger,
+    metrics,
+    isReady: () => gateway.ready,
+    proxyCaPem: () => gateway.caPem,
+  });
+  (gateway as { base: string }).base = `http://127.0.0.1:${server.address.port}`;
+  return gateway;
+}
+
+export async function tokenFor(base: string, client: { id: string; secret: string }, scope?: string): Promise<string> {
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret });
+  if (scope !== undefined) form.set('scope', scope);
+  const res = await request(`${base}/gateway/identity/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': API_KEY },
+    body: form.toString(),
+  });
+  const body = (await res.body.json()) as { access_token?: string };
+  if (res.statusCode !== 200 || typeof body.access_token !== 'string') throw new Error(`token request failed: ${res.statusCode}`);
+  return body.access_token;
+}
+
+export interface JsonResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  readonly json: any;
+}
+
+export async function postJson(base: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const res = await request(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
+}
+
+/** Builds a multipart/form-data body in memory (small test payloads). */
+export function multipart(parts: { name: string; filename?: string; contentType?: string; body: string | Buffer }[]): {
+  body: Buffer;
+  contentType: string;
+} {
+  const boundary = `----dpgtest${Math.random().toString(16).slice(2)}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`;
+    if (part.filename !== undefined) head += `; filename="${part.filename}"`;
+    head += '\r\n';
+    if (part.contentType !== undefined) head += `Content-Type: ${part.contentType}\r\n`;
+    chunks.push(Buffer.from(`${head}\r\n`), Buffer.isBuffer(part.body) ? part.body : Buffer.from(part.body), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+/** True when the engine protects this data type yet (XML/SQL/LIST land in stages). */
+export function engineSupports(engine: Engine, dataSetType: 'XML' | 'SQL' | 'LIST'): boolean {
+  const sample = { XML: '<a/>', SQL: 'SELECT 1', LIST: 'a\n1\n' }[dataSetType];
+  try {
+    engine.protectDocument({ manifestName: 'customer', jobType: 'Mask', dataSetType, context: { requestId: 'probe' } }, sample);
+    return true;
+  } catch (err) {
+    return !(err instanceof Error && /not supported yet/.test(err.message));
+  }
+}
+
