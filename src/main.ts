@@ -18,7 +18,7 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Starts every listener of the config; logs one line per listener. */
+/** Starts every listener of the config (each door logs its own address). */
 export async function startGateway(config: GatewayConfig, deps: { logger: Logger }): Promise<Gateway> {
   const { logger } = deps;
   const { engine } = buildEngine(config, logger);
@@ -41,7 +41,6 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
     addresses.proxy = proxy.address;
     proxy.reverse.forEach((r: { host: string; port: number }, i: number) => (addresses[`reverse${i}`] = { host: r.host, port: r.port }));
   }
-  for (const [name, a] of Object.entries(addresses)) logger.info({ listener: name, host: a.host, port: a.port }, 'listening');
   logger.info({ manifests: engine.manifestNames() }, 'ready');
 
   const reload = () => {
