@@ -1,0 +1,313 @@
+// One HTTP exchange through the proxy, whichever listener it came in on (forward, intercepted TLS,
+// reverse). The fixed order: match → (no route: stream untouched) → read whole body under the
+// limit → decode → protect body and query → encode → forward → response phase → audit + metrics.
+
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
+import type { Agent, Dispatcher } from 'undici';
+import { audit } from '../core/audit.ts';
+import { DpgError, isDpgError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { ProxyRoute } from '../config/types.ts';
+import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
+import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
+import type { CompiledPhase, PhaseOutcome } from './phase.ts';
+import { problemOf, sendProblem, type Problem } from './problem.ts';
+import { mediaTypeOf, type RouteTable } from './routes.ts';
+import { upstreamProblem } from './upstream.ts';
+
+/** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
+export interface Target {
+  readonly scheme: 'http' | 'https';
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  /** Host header sent upstream; undefined keeps the app's. */
+  readonly hostHeader?: string;
+}
+
+export interface CompiledRouteSet {
+  readonly table: RouteTable;
+  readonly phases: ReadonlyMap<ProxyRoute, { readonly request?: CompiledPhase; readonly response?: CompiledPhase }>;
+}
+
+export interface ExchangeDeps {
+  readonly routes: CompiledRouteSet;
+  readonly agent: Agent;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface Exchange {
+  /** Handles one request; never throws (every failure becomes a response or a cut connection). */
+  handle(req: IncomingMessage, res: ServerResponse, target: Target): void;
+  /** For `Expect: 100-continue`: a 413 to send instead of 100 when the declared length is over the route's limit. */
+  refuseBeforeBody(req: IncomingMessage, target: Target): Problem | undefined;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function originOf(target: Target): string {
+  const host = isIP(target.host) === 6 ? `[${target.host}]` : target.host;
+  return `${target.scheme}://${host}:${target.port}`;
+}
+
+/** undici takes `servername` at run time though its types omit it; IPs get none (no SNI). */
+type DispatchWithServername = Dispatcher.RequestOptions & { servername?: string };
+
+function baseOptions(req: IncomingMessage, target: Target, signal: AbortSignal): DispatchWithServername {
+  return {
+    origin: originOf(target),
+    path: target.path,
+    method: req.method as Dispatcher.HttpMethod,
+    headers: endToEndHeaders(req.headers, target.hostHeader),
+    signal,
+    servername: isIP(target.host) === 0 ? target.host : undefined,
+  };
+}
+
+function splitPath(path: string): { pathname: string; query: string | undefined } {
+  const q = path.indexOf('?');
+  return q === -1 ? { pathname: path, query: undefined } : { pathname: path.slice(0, q), query: path.slice(q + 1) };
+}
+
+const isAbort = (err: unknown): boolean => {
+  const name = (err as { name?: string })?.name;
+  const code = (err as { code?: string })?.code;
+  return name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR';
+};
+
+export function createExchange(deps: ExchangeDeps): Exchange {
+  const { routes, agent, logger, metrics } = deps;
+
+  const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined =>
+    routes.table.match({
+      host: target.host.toLowerCase(),
+      port: target.port,
+      method: req.method ?? 'GET',
+      path: splitPath(target.path).pathname,
+      contentType: mediaTypeOf(req.headers['content-type']),
+    });
+
+  /** Untouched streaming both ways, pooled keep-alive upstream. */
+  function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+    const options = baseOptions(req, target, controller.signal);
+    options.body = hasRequestBody(req.headers) ? req : null;
+    agent
+      .stream(options, ({ statusCode, headers }) => {
+        res.writeHead(statusCode, responseHeaders(headers));
+        return res;
+      })
+      .catch((err: unknown) => {
+        if (isAbort(err)) return;
+        sendProblem(res, upstreamProblem(err), undefined);
+      });
+  }
+
+  async function routed(req: IncomingMessage, res: ServerResponse, target: Target, route: ProxyRoute): Promise<void> {
+    const started = performance.now();
+    const headerId = req.headers['x-request-id'];
+    const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
+    const phases = routes.phases.get(route) ?? {};
+    let outcome = 'ok';
+    let addedMs = 0;
+    let request: PhaseOutcome | undefined;
+    let valuesProtected = 0;
+    let valuesFailed = 0;
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+
+    try {
+      const options = baseOptions(req, target, controller.signal);
+      const headers = options.headers as Record<string, string | string[]>;
+
+      if (phases.request) {
+        const phase = phases.request;
+        const declared = Number(req.headers['content-length']);
+        if (declared > route.maxBodyBytes) throw new DpgError('PAYLOAD_TOO_LARGE', `The body is larger than the route's limit of ${route.maxBodyBytes} bytes`);
+        // The whole body first: a client that stops halfway leaves nothing sent upstream.
+        const raw = hasRequestBody(req.headers) ? await readBody(req, route.maxBodyBytes) : Buffer.alloc(0);
+        const t0 = performance.now();
+        try {
+          const codings = parseContentEncoding(req.headers['content-encoding']);
+          const decoded = decodeContent(raw, codings, route.maxBodyBytes);
+          const protectedBody = phase.protectBody(decoded, headers['content-type'] as string | undefined, requestId);
+          request = protectedBody.outcome;
+          valuesProtected += request.valuesProtected;
+          valuesFailed += request.valuesFailed;
+          const { pathname, query } = splitPath(target.path);
+          if (query !== undefined && phase.protectsQuery) {
+            const q = phase.protectQuery(query, requestId);
+            options.path = `${pathname}?${q.query}`;
+            valuesProtected += q.valuesProtected;
+          }
+          if (protectedBody.outcome.dataSetType !== undefined) options.body = encodeContent(protectedBody.body, codings);
+          else options.body = raw.length === 0 ? null : raw; // a GET stays a GET without a body
+        } catch (err) {
+          // Oversized is never forwarded; other failures only when the route opted into it.
+          if (route.onError !== 'passthrough' || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
+          outcome = 'passthrough';
+          logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: protection failed, route forwards unprotected (onError: passthrough)');
+          options.body = raw;
+        } finally {
+          addedMs += performance.now() - t0;
+        }
+        delete headers['content-length']; // undici sets it from the new body
+        delete headers['transfer-encoding'];
+      } else {
+        options.body = hasRequestBody(req.headers) ? req : null;
+      }
+
+      const upstream = await agent.request(options);
+      const responseHead = responseHeaders(upstream.headers);
+      const wantsResponsePhase =
+        phases.response !== undefined &&
+        req.method !== 'HEAD' &&
+        upstream.statusCode >= 200 &&
+        upstream.statusCode < 300 &&
+        upstream.statusCode !== 204;
+
+      if (!wantsResponsePhase) {
+        responseHead['x-request-id'] ??= requestId;
+        res.writeHead(upstream.statusCode, responseHead);
+        await streamTo(upstream.body, res);
+      } else {
+        const phase = phases.response as CompiledPhase;
+        const raw = await readUpstreamBody(upstream.body, route.maxBodyBytes);
+        const t0 = performance.now();
+        let body: Buffer;
+        try {
+          const codings = parseContentEncoding(upstream.headers['content-encoding']);
+          const decoded = decodeContent(raw, codings, route.maxBodyBytes);
+          const result = phase.protectBody(decoded, upstream.headers['content-type'] as string | undefined, requestId);
+          valuesProtected += result.outcome.valuesProtected;
+          valuesFailed += result.outcome.valuesFailed;
+          body = result.outcome.dataSetType === undefined ? raw : encodeContent(result.body, codings);
+        } catch (err) {
+          if (route.onError !== 'passthrough') throw new ResponsePhaseError(err);
+          outcome = 'passthrough';
+          logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: response phase failed, route passes the response on (onError: passthrough)');
+          body = raw;
+        } finally {
+          addedMs += performance.now() - t0;
+        }
+        delete responseHead['transfer-encoding'];
+        responseHead['content-length'] = body.length;
+        responseHead['x-request-id'] ??= requestId;
+        res.writeHead(upstream.statusCode, responseHead);
+        res.end(body);
+      }
+    } catch (err) {
+      if (controller.signal.aborted || err instanceof BodyAbortedError || isAbort(err)) {
+        outcome = 'CLIENT_ABORTED';
+        res.destroy();
+      } else if (err instanceof ResponsePhaseError) {
+        const p = problemOf(err.cause);
+        outcome = p.code;
+        sendProblem(res, { ...p, status: 502, detail: `Response phase: ${p.detail}` }, requestId);
+      } else if (isDpgError(err)) {
+        outcome = err.code;
+        // An unread request body stays behind: close the connection rather than parse it as a request.
+        sendProblem(res, problemOf(err), requestId, !req.complete);
+      } else if (isUndiciError(err)) {
+        const p = upstreamProblem(err);
+        outcome = p.code;
+        sendProblem(res, p, requestId);
+      } else {
+        outcome = 'INTERNAL';
+        logger.error({ route: route.name, requestId, errorName: (err as Error)?.name }, 'proxy: internal error');
+        sendProblem(res, problemOf(err), requestId, !req.complete);
+      }
+    } finally {
+      const phase = phases.request ?? phases.response;
+      audit(logger, {
+        door: 'proxy',
+        requestId,
+        route: route.name,
+        manifest: phase?.manifest,
+        jobType: phase?.jobType,
+        dataSetType: request?.dataSetType,
+        outcome,
+        valuesProtected,
+        valuesFailed,
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        apiType: 'proxy',
+      });
+      metrics.observeProxy({ route: route.name, outcome, addedSeconds: addedMs / 1000, valuesProtected });
+    }
+  }
+
+  return {
+    handle(req, res, target) {
+      const route = matchRoute(req, target);
+      if (route === undefined) {
+        passThrough(req, res, target);
+        return;
+      }
+      routed(req, res, target, route).catch((err: unknown) => {
+        logger.error({ route: route.name, errorName: (err as Error)?.name }, 'proxy: unexpected failure');
+        res.destroy();
+      });
+    },
+
+    refuseBeforeBody(req, target) {
+      const route = matchRoute(req, target);
+      if (route === undefined || routes.phases.get(route)?.request === undefined) return undefined;
+      const declared = Number(req.headers['content-length']);
+      if (!(declared > route.maxBodyBytes)) return undefined;
+      return problemOf(new DpgError('PAYLOAD_TOO_LARGE', `The body is larger than the route's limit of ${route.maxBodyBytes} bytes`));
+    },
+  };
+}
+
+/** A failure while protecting what came back: reported as 502, the upstream's body withheld. */
+class ResponsePhaseError extends Error {
+  constructor(cause: unknown) {
+    super('Response phase failed', { cause });
+    this.name = 'ResponsePhaseError';
+  }
+}
+
+function isUndiciError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && (code.startsWith('UND_ERR') || code.startsWith('E') || code.includes('CERT') || code.startsWith('ERR_TLS'));
+}
+
+async function readUpstreamBody(body: Readable, limit: number): Promise<Buffer> {
+  try {
+    return await readBody(body, limit);
+  } catch (err) {
+    body.destroy();
+    if (isDpgError(err)) throw new ResponsePhaseError(err);
+    // The upstream's own failure (e.g. body timeout → 504), not the app's.
+    const cause = err instanceof BodyAbortedError ? err.cause : err;
+    throw cause ?? Object.assign(new Error('upstream body ended early'), { code: 'UND_ERR_SOCKET' });
+  }
+}
+
+/**
+ * Streams an upstream body to the app. Plain pipe() rather than stream.pipeline: pipeline builds
+ * and aborts an AbortController per call, a measurable cost on this path.
+ */
+function streamTo(body: Readable, res: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    body.once('error', (err) => {
+      res.destroy();
+      reject(err);
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) body.destroy();
+      resolve();
+    });
+    body.pipe(res);
+  });
+}

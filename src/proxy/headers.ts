@@ -1,0 +1,53 @@
+// Header hygiene for both directions: hop-by-hop headers (RFC 9110 §7.6.1, plus the ones a
+// Connection header lists) belong to one connection and are never forwarded.
+
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  // Expect is answered by the proxy itself (100 Continue) and undici refuses to send it.
+  'expect',
+]);
+
+type AnyHeaders = IncomingHttpHeaders | Record<string, string | string[] | undefined>;
+
+function connectionListed(headers: AnyHeaders): Set<string> | undefined {
+  const c = headers.connection;
+  if (c === undefined) return undefined;
+  const listed = new Set<string>();
+  for (const v of Array.isArray(c) ? c : [c]) for (const t of v.split(',')) listed.add(t.trim().toLowerCase());
+  return listed;
+}
+
+/** A copy without hop-by-hop headers; `host` is replaced when given. Header names are lower case. */
+export function endToEndHeaders(headers: AnyHeaders, host?: string): Record<string, string | string[]> {
+  const listed = connectionListed(headers);
+  const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    out[name] = value;
+  }
+  if (host !== undefined) out.host = host;
+  return out;
+}
+
+/** Response headers from the upstream, ready for ServerResponse.writeHead. */
+export function responseHeaders(headers: AnyHeaders): OutgoingHttpHeaders {
+  return endToEndHeaders(headers);
+}
+
+/** True when the request carries a body (RFC 9112 §6.3: Content-Length or Transfer-Encoding). */
+export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return headers['transfer-encoding'] !== undefined;
+}

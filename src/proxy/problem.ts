@@ -1,0 +1,61 @@
+// Errors the proxy itself answers with: RFC 9457 problem bodies carrying the catalogue code, plus
+// the two upstream failures the catalogue has no code for (a gateway-only concern).
+
+import type { ServerResponse } from 'node:http';
+import { toDpgError } from '../core/errors.ts';
+
+export interface Problem {
+  readonly status: number;
+  readonly code: string;
+  readonly title: string;
+  readonly detail: string;
+  readonly errors?: readonly { location: string; reason: string }[];
+}
+
+/** Any thrown value as a problem; foreign errors become INTERNAL without their message. */
+export function problemOf(err: unknown): Problem {
+  const e = toDpgError(err);
+  return { status: e.status, code: e.code, title: e.title, detail: e.message, errors: e.errors };
+}
+
+export const upstreamUnreachable = (detail: string): Problem => ({
+  status: 502,
+  code: 'UPSTREAM_UNREACHABLE',
+  title: 'Bad gateway',
+  detail,
+});
+
+export const upstreamTimeout = (detail: string): Problem => ({
+  status: 504,
+  code: 'UPSTREAM_TIMEOUT',
+  title: 'Gateway timeout',
+  detail,
+});
+
+/**
+ * Writes the problem unless headers already went out (then the connection is cut: a truncated
+ * response must not look complete). `close` ends the keep-alive connection (unread body left).
+ */
+export function sendProblem(res: ServerResponse, problem: Problem, requestId: string | undefined, close = false): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: problem.title,
+    status: problem.status,
+    detail: problem.detail,
+    code: problem.code,
+    ...(requestId === undefined ? {} : { requestId }),
+    ...(problem.errors && problem.errors.length > 0 ? { errors: problem.errors } : {}),
+  });
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/problem+json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (requestId !== undefined) headers['x-request-id'] = requestId;
+  if (close) headers.connection = 'close';
+  res.writeHead(problem.status, headers);
+  res.end(body);
+}

@@ -1,0 +1,146 @@
+// Route matching, compiled once from the `proxy.routes` config: host (exact or `*.` wildcard),
+// port, methods, path glob and content type. First match wins.
+
+import type { ProxyRoute, RouteMatch } from '../config/types.ts';
+
+/** What a request offers to the matcher. `host` is lower case, without brackets or port. */
+export interface RequestFacts {
+  readonly host: string;
+  readonly port: number;
+  readonly method: string;
+  /** Path without the query string, as sent. */
+  readonly path: string;
+  /** Media type, lower case, without parameters; '' when absent. */
+  readonly contentType: string;
+}
+
+type Test<T> = (value: T) => boolean;
+
+export interface CompiledRoute {
+  readonly route: ProxyRoute;
+  readonly matchesHostPort: (host: string, port: number) => boolean;
+  readonly matches: (facts: RequestFacts) => boolean;
+}
+
+export interface RouteTable {
+  /** The first route matching the request, or undefined (pass-through). */
+  match(facts: RequestFacts): ProxyRoute | undefined;
+  /** True when some route could match requests to this host and port: CONNECT is intercepted. */
+  intercepts(host: string, port: number): boolean;
+}
+
+export function compileRoutes(routes: readonly ProxyRoute[]): RouteTable {
+  const compiled = routes.map(compileRoute);
+  return {
+    match(facts) {
+      for (const c of compiled) if (c.matches(facts)) return c.route;
+      return undefined;
+    },
+    intercepts(host, port) {
+      return compiled.some((c) => c.matchesHostPort(host, port));
+    },
+  };
+}
+
+export function compileRoute(route: ProxyRoute): CompiledRoute {
+  const m: RouteMatch = route.match ?? {};
+  const host = compileHost(m.host);
+  const port: Test<number> = m.port === undefined ? () => true : (p) => p === m.port;
+  const methods = m.methods && m.methods.length > 0 ? new Set(m.methods.map((x) => x.toUpperCase())) : undefined;
+  const path = m.path === undefined ? () => true : compilePathGlob(m.path);
+  const contentType = compileContentType(m.contentType);
+  const matchesHostPort = (h: string, p: number): boolean => host(h) && port(p);
+  return {
+    route,
+    matchesHostPort,
+    matches: (f) =>
+      matchesHostPort(f.host, f.port) &&
+      (methods === undefined || methods.has(f.method)) &&
+      contentType(f.contentType) &&
+      path(normalizePath(f.path)),
+  };
+}
+
+/**
+ * `api.example` exact (case-insensitive); `*.example` any subdomain at any depth (not `example`
+ * itself): wider than TLS wildcards on purpose, matching more means protecting more; `*` any host.
+ */
+export function compileHost(pattern: string | undefined): Test<string> {
+  if (pattern === undefined || pattern === '*') return () => true;
+  const p = stripBrackets(pattern.toLowerCase().replace(/\.$/, ''));
+  if (p.startsWith('*.')) {
+    const suffix = p.slice(1);
+    return (h) => h.length > suffix.length && h.endsWith(suffix);
+  }
+  return (h) => h === p;
+}
+
+/** `*` one path segment (or part of one), `**` as a whole segment: any number of segments. */
+export function compilePathGlob(glob: string): Test<string> {
+  let source = '^';
+  const segments = glob.split('/');
+  for (let i = 0; i < segments.length; i++) {
+    const seg = segments[i];
+    if (i === 0) {
+      if (seg !== '') source += seg === '**' ? '.*' : segmentSource(seg);
+      continue;
+    }
+    if (seg === '**') source += '(?:/.*)?';
+    else source += '/' + segmentSource(seg);
+  }
+  const re = new RegExp(source + '$');
+  return (p) => re.test(p);
+}
+
+function segmentSource(seg: string): string {
+  return seg
+    .split('*')
+    .map((lit) => lit.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]*');
+}
+
+/** Media type pattern: exact, `type/*`, or `*` / absent for anything (including no body type). */
+export function compileContentType(pattern: string | undefined): Test<string> {
+  if (pattern === undefined || pattern === '*' || pattern === '*/*') return () => true;
+  const p = pattern.toLowerCase().split(';')[0].trim();
+  if (p.endsWith('/*')) {
+    const prefix = p.slice(0, -1);
+    return (t) => t.startsWith(prefix);
+  }
+  return (t) => t === p;
+}
+
+const UNRESERVED_ESCAPE = /%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])/g;
+
+/**
+ * The path a server would see: dot segments resolved and escapes of unreserved characters
+ * decoded (RFC 3986 §6.2.2), so `/v1/%63ustomers/../customers` cannot slip past `/v1/customers/**`.
+ */
+export function normalizePath(path: string): string {
+  const decoded = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (e) => String.fromCharCode(parseInt(e.slice(1), 16))) : path;
+  if (!decoded.includes('/.') && !decoded.includes('//')) return decoded;
+  const out: string[] = [];
+  const segs = decoded.split('/');
+  for (let i = 1; i < segs.length; i++) {
+    const s = segs[i];
+    if (s === '' && i < segs.length - 1) continue; // `//` is one separator to most servers
+    if (s === '.') {
+      if (i === segs.length - 1) out.push('');
+    } else if (s === '..') {
+      out.pop();
+      if (i === segs.length - 1) out.push('');
+    } else out.push(s);
+  }
+  return '/' + out.join('/');
+}
+
+export function stripBrackets(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+/** Media type of a Content-Type header value: lower case, no parameters. */
+export function mediaTypeOf(header: string | undefined): string {
+  if (!header) return '';
+  const semi = header.indexOf(';');
+  return (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
+}

@@ -1,0 +1,190 @@
+// CONNECT and protocol upgrades. A CONNECT to a host:port some route could match is intercepted:
+// TLS is terminated with a leaf minted from the gateway CA and the decrypted HTTP/1.1 goes to the
+// intercept server. Any other CONNECT is a blind TCP tunnel. Upgrades (WebSocket) are spliced raw.
+
+import type { IncomingMessage, Server } from 'node:http';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { TLSSocket, connect as tlsConnect } from 'node:tls';
+import type { Logger } from '../core/logger.ts';
+import type { LeafCertificates } from './ca.ts';
+import { originOf, type Target } from './exchange.ts';
+import type { RouteTable } from './routes.ts';
+import { stripBrackets } from './routes.ts';
+
+/** The CONNECT authority an intercepted connection was opened for. */
+export interface TunnelTarget {
+  readonly scheme: 'http' | 'https';
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface TunnelDeps {
+  readonly routes: RouteTable;
+  readonly leaves: LeafCertificates;
+  /** An http.Server that never listens: intercepted connections are handed to it. */
+  readonly interceptServer: Server;
+  /** Intercepted sockets → their CONNECT target, read by the intercept server's request handler. */
+  readonly targets: WeakMap<object, TunnelTarget>;
+  readonly connectTimeoutMs: number;
+  readonly logger: Logger;
+  /** Tunnels and upgrades, destroyed at once on close (no http.Server tracks them). */
+  readonly sockets: Set<Duplex>;
+  /** Intercepted connections (the TLS socket, or the raw one for plain HTTP); closed when idle on shutdown. */
+  readonly intercepted: Set<Duplex>;
+}
+
+/** `host:port` of a CONNECT request line; IPv6 in brackets. undefined when malformed. */
+export function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
+  if (!authority) return undefined;
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]@]+):(\d{1,5})$/.exec(authority);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: stripBrackets(m[1]).toLowerCase(), port };
+}
+
+function refuse(socket: Duplex, status: string, message: string): void {
+  const body = JSON.stringify({ title: status.slice(4), status: Number(status.slice(0, 3)), detail: message });
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+function track(set: Set<Duplex>, socket: Duplex): void {
+  set.add(socket);
+  socket.once('close', () => set.delete(socket));
+}
+
+export function handleConnect(deps: TunnelDeps, req: IncomingMessage, client: Duplex, head: Buffer): void {
+  client.on('error', () => client.destroy());
+  const target = parseAuthority(req.url);
+  if (target === undefined) {
+    refuse(client, '400 Bad Request', 'CONNECT needs host:port');
+    return;
+  }
+  if (deps.routes.intercepts(target.host, target.port)) intercept(deps, client, head, target);
+  else blindTunnel(deps, client, head, target);
+}
+
+/**
+ * Answers 200, then looks at the first byte: a TLS handshake (0x16) is terminated with the host's
+ * leaf certificate; anything else is taken as plain HTTP tunnelled through CONNECT.
+ */
+function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
+  client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  const start = (first: Buffer): void => {
+    client.pause();
+    client.unshift(first);
+    if (first[0] === 0x16) {
+      let context;
+      try {
+        context = deps.leaves.contextFor(target.host);
+      } catch {
+        deps.logger.error({ host: target.host }, 'proxy: could not mint a certificate');
+        client.destroy();
+        return;
+      }
+      const tls = new TLSSocket(client as Socket, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
+      tls.on('error', () => tls.destroy());
+      track(deps.intercepted, tls);
+      // The TLS layer drains what was unshifted and reads the handle itself: no resume() here.
+      deps.targets.set(tls, { scheme: 'https', ...target });
+      deps.interceptServer.emit('connection', tls);
+    } else {
+      track(deps.intercepted, client);
+      deps.targets.set(client, { scheme: 'http', ...target });
+      deps.interceptServer.emit('connection', client);
+      client.resume();
+    }
+  };
+  if (head.length > 0) start(head);
+  else client.once('data', start);
+}
+
+function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
+  track(deps.sockets, client);
+  const upstream = netConnect({ host: target.host, port: target.port });
+  track(deps.sockets, upstream);
+  let connected = false;
+  const timer = setTimeout(() => {
+    upstream.destroy();
+    refuse(client, '502 Bad Gateway', 'Connecting to the upstream timed out');
+  }, deps.connectTimeoutMs);
+  upstream.once('connect', () => {
+    connected = true;
+    clearTimeout(timer);
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on('error', () => {
+    clearTimeout(timer);
+    if (!connected) refuse(client, '502 Bad Gateway', 'The upstream could not be reached');
+    else client.destroy();
+  });
+  upstream.on('close', () => client.destroy());
+  client.on('close', () => {
+    clearTimeout(timer);
+    upstream.destroy();
+  });
+}
+
+/**
+ * Passes a protocol upgrade (WebSocket) through untouched: opens a connection to the target,
+ * replays the request head and splices bytes both ways. Nothing on it is protected (documented).
+ */
+export function spliceUpgrade(
+  deps: Pick<TunnelDeps, 'connectTimeoutMs' | 'sockets'>,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+  target: Target,
+  ca: string[] | undefined,
+): void {
+  client.on('error', () => client.destroy());
+  track(deps.sockets, client);
+  const upstream =
+    target.scheme === 'https'
+      ? tlsConnect({
+          host: target.host,
+          port: target.port,
+          servername: isIP(target.host) === 0 ? target.host : undefined,
+          ...(ca ? { ca } : {}),
+        })
+      : netConnect({ host: target.host, port: target.port });
+  track(deps.sockets, upstream);
+  let connected = false;
+  const timer = setTimeout(() => {
+    upstream.destroy();
+    refuse(client, '502 Bad Gateway', 'Connecting to the upstream timed out');
+  }, deps.connectTimeoutMs);
+  upstream.once(target.scheme === 'https' ? 'secureConnect' : 'connect', () => {
+    connected = true;
+    clearTimeout(timer);
+    const lines = [`${req.method} ${target.path} HTTP/1.1`];
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (name === 'proxy-authorization' || name === 'proxy-connection') continue;
+      if (name === 'host' && target.hostHeader !== undefined) continue;
+      lines.push(`${raw[i]}: ${raw[i + 1]}`);
+    }
+    if (target.hostHeader !== undefined) lines.push(`Host: ${target.hostHeader}`);
+    upstream.write(lines.join('\r\n') + '\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  upstream.on('error', () => {
+    clearTimeout(timer);
+    if (!connected) refuse(client, '502 Bad Gateway', `The upstream ${originOf(target)} could not be reached`);
+    else client.destroy();
+  });
+  upstream.on('close', () => client.destroy());
+  client.on('close', () => {
+    clearTimeout(timer);
+    upstream.destroy();
+  });
+}
