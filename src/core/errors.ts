@@ -5,10 +5,12 @@
 export const GrpcStatus = {
   OK: 0,
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
   FAILED_PRECONDITION: 9,
+  UNIMPLEMENTED: 12,
   INTERNAL: 13,
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
@@ -43,6 +45,11 @@ export const errorCatalogue = {
     title: 'Values could not be protected',
   },
   INTERNAL: { status: 500, grpc: GrpcStatus.INTERNAL, title: 'Internal error' },
+  // Transport-level codes: the HTTP router and the egress proxy, never the engine.
+  ROUTE_NOT_FOUND: { status: 404, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Not found' },
+  METHOD_NOT_ALLOWED: { status: 405, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Method not allowed' },
+  UPSTREAM_UNREACHABLE: { status: 502, grpc: GrpcStatus.UNAVAILABLE, title: 'Bad gateway' },
+  UPSTREAM_TIMEOUT: { status: 504, grpc: GrpcStatus.DEADLINE_EXCEEDED, title: 'Gateway timeout' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
@@ -120,4 +127,9 @@ export class ConfigError extends Error {
 export function formatConfigProblem(p: ConfigProblem): string {
   const where = p.line === undefined ? p.file : `${p.file}:${p.line}${p.column === undefined ? '' : `:${p.column}`}`;
   return `${where}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
+}
+
+/** The RFC 9457 `type` URI of a catalogue code (documented in docs/http-api.md). */
+export function problemType(code: ErrorCode): string {
+  return `urn:dpg:error:${code}`;
 }

@@ -1,12 +1,12 @@
-// Errors the proxy itself answers with: RFC 9457 problem bodies carrying the catalogue code, plus
-// the two upstream failures the catalogue has no code for (a gateway-only concern).
+// Errors the proxy itself answers with: RFC 9457 problem bodies carrying the catalogue code,
+// including the catalogue's two upstream codes (UPSTREAM_UNREACHABLE, UPSTREAM_TIMEOUT).
 
 import type { ServerResponse } from 'node:http';
-import { toDpgError } from '../core/errors.ts';
+import { DpgError, problemType, toDpgError, type ErrorCode } from '../core/errors.ts';
 
 export interface Problem {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly title: string;
   readonly detail: string;
   readonly errors?: readonly { location: string; reason: string }[];
@@ -18,19 +18,9 @@ export function problemOf(err: unknown): Problem {
   return { status: e.status, code: e.code, title: e.title, detail: e.message, errors: e.errors };
 }
 
-export const upstreamUnreachable = (detail: string): Problem => ({
-  status: 502,
-  code: 'UPSTREAM_UNREACHABLE',
-  title: 'Bad gateway',
-  detail,
-});
+export const upstreamUnreachable = (detail: string): Problem => problemOf(new DpgError('UPSTREAM_UNREACHABLE', detail));
 
-export const upstreamTimeout = (detail: string): Problem => ({
-  status: 504,
-  code: 'UPSTREAM_TIMEOUT',
-  title: 'Gateway timeout',
-  detail,
-});
+export const upstreamTimeout = (detail: string): Problem => problemOf(new DpgError('UPSTREAM_TIMEOUT', detail));
 
 /**
  * Writes the problem unless headers already went out (then the connection is cut: a truncated
@@ -42,7 +32,7 @@ export function sendProblem(res: ServerResponse, problem: Problem, requestId: st
     return;
   }
   const body = JSON.stringify({
-    type: 'about:blank',
+    type: problemType(problem.code),
     title: problem.title,
     status: problem.status,
     detail: problem.detail,

@@ -1,14 +1,11 @@
 // RFC 9457 problem responses built from the error catalogue. Only our own, value-free texts go out.
 
 import type { ServerResponse } from 'node:http';
-import type { DpgError } from '../../core/errors.ts';
+import { DpgError, problemType } from '../../core/errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-/** `type` URI of a catalogue code; documented in docs/http-api.md#errors. */
-export function problemType(code: string): string {
-  return `urn:dpg:error:${code}`;
-}
+export { problemType };
 
 export interface ProblemBody {
   readonly type: string;
@@ -58,16 +55,9 @@ export function sendProblem(
   res.end(payload);
 }
 
-/** Problems of the HTTP layer itself (no route, wrong method), outside the protection catalogue. */
+/** Problems of the HTTP layer itself (no route, wrong method): transport codes of the catalogue. */
 export function routeProblem(status: 404 | 405, requestId: string): ProblemBody {
   return status === 404
-    ? { type: problemType('ROUTE_NOT_FOUND'), title: 'Not found', status, detail: 'No such endpoint', code: 'ROUTE_NOT_FOUND', requestId }
-    : {
-        type: problemType('METHOD_NOT_ALLOWED'),
-        title: 'Method not allowed',
-        status,
-        detail: 'This endpoint does not accept this method',
-        code: 'METHOD_NOT_ALLOWED',
-        requestId,
-      };
+    ? problemFromError(new DpgError('ROUTE_NOT_FOUND', 'No such endpoint'), requestId)
+    : problemFromError(new DpgError('METHOD_NOT_ALLOWED', 'This endpoint does not accept this method'), requestId);
 }
