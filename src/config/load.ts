@@ -308,8 +308,8 @@ class SectionReader {
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
       ...(ca ? { ca } : {}),
       ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
-      connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 5_000, 1) : 5_000,
-      responseTimeoutMs: f ? this.int(f.responseTimeoutMs, 30_000, 1) : 30_000,
+      connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 10_000, 1) : 10_000,
+      responseTimeoutMs: f ? this.int(f.responseTimeoutMs, 60_000, 1) : 60_000,
       routes,
       reverse,
     };
