@@ -1,8 +1,8 @@
 // /api/protect (1 KB JSON, Mask) under autocannon next to a bare node:http JSON echo server, and
 // /file/protect streaming a large CSV (MB/s, server peak RSS). Each server runs alone in a child
 // process (this file re-run with a role), so the load generator never shares its CPU budget.
-//   node --import tsx bench/http.bench.ts            (~1 minute; file size 100 MB)
-//   BENCH_BIG=1 node --import tsx bench/http.bench.ts (1 GB file)
+//   node --import ./scripts/ts-loader.mjs bench/http.bench.ts            (~1 minute; file size 100 MB)
+//   BENCH_BIG=1 node --import ./scripts/ts-loader.mjs bench/http.bench.ts (1 GB file)
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+
+/** Children load TypeScript the same way `npm run bench` does. */
+const TS_LOADER = new URL('../scripts/ts-loader.mjs', import.meta.url).href;
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 6);
 /** Echo and gateway runs alternate, best of each kept: a shared machine's noise hits both alike. */
@@ -81,7 +84,7 @@ async function runGateway(): Promise<void> {
 // ---- parent ------------------------------------------------------------------------------------
 
 function start(role: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', 'tsx'], env: { ...process.env, DPG_LOG_LEVEL: 'silent' } });
+  const child = fork(fileURLToPath(import.meta.url), [role], { execArgv: ['--import', TS_LOADER], env: { ...process.env, DPG_LOG_LEVEL: 'silent' } });
   return new Promise((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve({ child, port: m.port }));
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}`)));

@@ -1,7 +1,7 @@
 // LIST protection throughput and memory: our protect stream (3 of 10 columns masked by a cheap
 // fake action) against a do-nothing pass-through and csv-parse → csv-stringify on the same bytes,
 // plus peak RSS of a child process streaming a generated file from disk.
-// Run: node --import tsx bench/list.bench.ts   (BENCH_BIG=1 for the 1 GB file; BENCH_MB=N sets the in-memory size)
+// Run: node --import ./scripts/ts-loader.mjs bench/list.bench.ts   (BENCH_BIG=1 for the 1 GB file; BENCH_MB=N sets the in-memory size)
 
 import { spawnSync } from 'node:child_process';
 import { createReadStream, createWriteStream, rmSync } from 'node:fs';
@@ -15,6 +15,9 @@ import { stringify } from 'csv-stringify';
 import { createListProtectStream, type ListOptions } from '../src/formats/list.ts';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
 import type { Scalar } from '../src/core/types.ts';
+
+/** Children load TypeScript the same way `npm run bench` does. */
+const TS_LOADER = new URL('../scripts/ts-loader.mjs', import.meta.url).href;
 
 const CHUNK = 64 * 1024;
 const HEADER = 'id,name,email,phone,city,country,amount,date,status,note\n';
@@ -120,7 +123,7 @@ async function peakRss(): Promise<void> {
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     const self = fileURLToPath(import.meta.url);
     const run = (mode: string) => {
-      const child = spawnSync(process.execPath, ['--import', 'tsx', self, mode, file], { encoding: 'utf8' });
+      const child = spawnSync(process.execPath, ['--import', TS_LOADER, self, mode, file], { encoding: 'utf8' });
       if (child.status !== 0) throw new Error(`child failed: ${child.stderr}`);
       return JSON.parse(child.stdout.trim().split('\n').pop() ?? '{}') as { maxRssMiB: number; seconds: number };
     };

@@ -3,7 +3,7 @@
 // Upstream, proxy and load generator run in separate processes; the generator is open-loop
 // (sends follow the clock, not the answers; latency is measured from each actual send).
 //
-//   node --import tsx bench/proxy.bench.ts            (about a minute)
+//   node --import ./scripts/ts-loader.mjs bench/proxy.bench.ts            (about a minute)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+
+/** Children load TypeScript the same way `npm run bench` does. */
+const TS_LOADER = new URL('../scripts/ts-loader.mjs', import.meta.url).href;
 
 const SELF = fileURLToPath(import.meta.url);
 const RATES = [500, 1000];
@@ -79,7 +82,7 @@ async function serveProxy(upstreamPort: number): Promise<void> {
 
 function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', TS_LOADER, SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();

@@ -1,6 +1,6 @@
 // SQL codec throughput: protect of a realistic 1,000-statement script (INSERT and UPDATE … WHERE),
 // next to node-sql-parser's own astify + sqlify of the same script (the parse we cannot avoid).
-// Run: node --import tsx bench/sql.bench.ts
+// Run: node --import ./scripts/ts-loader.mjs bench/sql.bench.ts
 
 import { createRequire } from 'node:module';
 import type { Scalar } from '../src/core/types.ts';

@@ -1,6 +1,6 @@
 // XML codec throughput: protect (scan + splice) of a ~1 MB SOAP document with ~10% of leaf values
 // masked, next to fast-xml-parser's XMLParser.parse + XMLBuilder.build of the same document.
-// Run: node --import tsx bench/xml.bench.ts
+// Run: node --import ./scripts/ts-loader.mjs bench/xml.bench.ts
 
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';

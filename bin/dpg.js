@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Entry point of the `dpg` command: loads the TypeScript sources through tsx, then runs the CLI.
-import { register } from 'tsx/esm/api';
+// Entry point of the `dpg` command: registers the TypeScript loader (scripts/ts-hooks.mjs), then runs the CLI.
+import { register } from 'node:module';
 
-register();
+register('../scripts/ts-hooks.mjs', import.meta.url);
 const { main } = await import('../src/cli/main.ts');
 process.exitCode = await main(process.argv.slice(2));

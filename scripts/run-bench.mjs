@@ -11,7 +11,7 @@ const files = readdirSync('bench')
 let failed = 0;
 for (const file of files) {
   console.log(`\n=== bench/${file} (${new Date().toISOString()}) ===`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', `bench/${file}`], { stdio: 'inherit', env: { ...process.env, DPG_LOG_LEVEL: 'silent' } });
+  const r = spawnSync(process.execPath, ['--import', './scripts/ts-loader.mjs', `bench/${file}`], { stdio: 'inherit', env: { ...process.env, DPG_LOG_LEVEL: 'silent' } });
   if (r.status !== 0) failed++;
 }
 process.exit(failed === 0 ? 0 : 1);

@@ -1,4 +1,4 @@
-// Runs every test file under test/ with Node's built-in test runner (tsx loads TypeScript).
+// Runs every test file under test/ with Node's built-in test runner (scripts/ts-loader.mjs loads TypeScript).
 // Node 20's runner takes no glob patterns, so the files are listed here.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ function collect(dir) {
 
 const filter = process.argv.slice(2);
 const files = collect('test').filter((f) => filter.length === 0 || filter.some((p) => f.includes(p)));
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
+const result = spawnSync(process.execPath, ['--import', './scripts/ts-loader.mjs', '--test', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
   env: { ...process.env, DPG_LOG_LEVEL: process.env.DPG_LOG_LEVEL ?? 'silent' },
 });
