@@ -81,55 +81,48 @@ class BoundFieldAction implements FieldAction {
     const run = this.run;
     const out = values.slice();
     if (this.removesField) return out;
-    const protectNull = run.protectNull;
-    const maxLength = run.limits.maxValueLength;
-    if (!this.batchFn) {
-      // Per-value technique: a plain loop; a location string is built only for a failure.
-      const fn = this.fn;
-      let done = 0;
-      for (let i = 0; i < values.length; i++) {
-        const v = values[i]!;
-        if ((v === null || v === '') && !protectNull) continue;
-        if (typeof v === 'string' && v.length > maxLength) {
-          out[i] = run.fail(location(i), 'VALUE_TOO_LONG');
-          continue;
-        }
-        try {
-          out[i] = fn(v);
-          done++;
-        } catch (err) {
-          if (!(err instanceof ValueError)) throw err;
-          out[i] = run.fail(location(i), err.reason);
-        }
-      }
-      run.summary.protected += done;
-      return out;
-    }
-    // Values that pass through unchanged or fail early stay out of the batch.
+    // Values that pass through unchanged or fail early stay out of the technique call.
     const idx: number[] = [];
-    const batch: Scalar[] = [];
+    const todo: Scalar[] = [];
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
-      if ((v === null || v === '') && !protectNull) continue;
-      if (typeof v === 'string' && v.length > maxLength) {
+      if ((v === null || v === '') && !run.protectNull) continue;
+      if (typeof v === 'string' && v.length > run.limits.maxValueLength) {
         out[i] = run.fail(location(i), 'VALUE_TOO_LONG');
         continue;
       }
       idx.push(i);
-      batch.push(v);
+      todo.push(v);
     }
-    if (batch.length === 0) return out;
-    const results = this.batchFn(batch);
+    if (todo.length === 0) return out;
+    const results = this.batchFn ? this.batchFn(todo) : this.applyEach(todo);
+    let done = 0;
     for (let k = 0; k < idx.length; k++) {
       const r = results[k]!;
       const i = idx[k]!;
       if (r instanceof ValueError) out[i] = run.fail(location(i), r.reason);
       else {
         out[i] = r;
-        run.summary.protected++;
+        done++;
       }
     }
+    run.summary.protected += done;
     return out;
+  }
+
+  /** The per-value technique over a batch, failures as ValueError entries like a batched one. */
+  private applyEach(values: readonly Scalar[]): (Scalar | ValueError)[] {
+    const fn = this.fn;
+    const results: (Scalar | ValueError)[] = new Array(values.length);
+    for (let k = 0; k < values.length; k++) {
+      try {
+        results[k] = fn(values[k]!);
+      } catch (err) {
+        if (!(err instanceof ValueError)) throw err;
+        results[k] = err;
+      }
+    }
+    return results;
   }
 }
 

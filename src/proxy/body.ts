@@ -13,6 +13,7 @@ import {
   constants as zlib,
 } from 'node:zlib';
 import { DpgError } from '../core/errors.ts';
+import { readLimited } from '../core/read-limited.ts';
 
 /** The client (or upstream) went away before the body was complete. */
 export class BodyAbortedError extends Error {
@@ -31,37 +32,7 @@ function tooLarge(limit: number): DpgError {
  * destroyed, so a 413 can still be written on the same connection) and rejects with PAYLOAD_TOO_LARGE.
  */
 export function readBody(stream: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (err?: Error): void => {
-      if (settled) return;
-      settled = true;
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-      stream.off('close', onClose);
-      if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
-        stream.pause();
-        settle(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => settle();
-    const onError = (err: Error): void => settle(new BodyAbortedError(err));
-    const onClose = (): void => settle(new BodyAbortedError());
-    stream.on('data', onData);
-    stream.on('end', onEnd);
-    stream.on('error', onError);
-    stream.on('close', onClose);
-  });
+  return readLimited(stream, limit, { tooLarge: () => tooLarge(limit), aborted: (cause) => new BodyAbortedError(cause) });
 }
 
 const KNOWN = new Set(['gzip', 'x-gzip', 'deflate', 'br']);

@@ -13,7 +13,7 @@ describe('error catalogue', () => {
       const spec = errorCatalogue[code];
       assert.match(code, /^[A-Z][A-Z_]+$/);
       assert.ok(spec.status >= 400 && spec.status <= 599, code);
-      assert.ok(grpcValues.has(spec.grpc) && spec.grpc !== GrpcStatus.OK, code);
+      assert.ok(grpcValues.has(spec.grpc) && (spec.grpc as number) !== GrpcStatus.OK, code);
       assert.ok(spec.title.length > 0, code);
       const err = new DpgError(code, 'detail');
       assert.equal(err.status, spec.status);

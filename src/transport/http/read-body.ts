@@ -2,6 +2,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { DpgError } from '../../core/errors.ts';
+import { readLimited } from '../../core/read-limited.ts';
 
 export function tooLarge(limit: number): DpgError {
   return new DpgError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${limit} bytes`);
@@ -15,35 +16,9 @@ export function checkDeclaredLength(req: IncomingMessage, limit: number): void {
 
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   checkDeclaredLength(req, limit);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const finish = (err: Error | undefined): void => {
-      if (settled) return;
-      settled = true;
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onAborted);
-      if (err) reject(err);
-      else resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > limit) {
-        req.pause();
-        finish(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => finish(undefined);
-    const onError = (): void => finish(new DpgError('INVALID_REQUEST', 'The request body could not be read'));
-    const onAborted = (): void => finish(new DpgError('INVALID_REQUEST', 'The request was aborted by the client'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('aborted', onAborted);
+  return readLimited(req, limit, {
+    tooLarge: () => tooLarge(limit),
+    aborted: (cause) =>
+      new DpgError('INVALID_REQUEST', cause ? 'The request body could not be read' : 'The request was aborted by the client'),
   });
 }
