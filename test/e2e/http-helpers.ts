@@ -10,47 +10,12 @@ import { Metrics } from '../../src/core/metrics.ts';
 import type { GatewayConfig, HttpConfig, IdentityConfig } from '../../src/config/types.ts';
 import type { Engine } from '../../src/engine/types.ts';
 import { createIdentity } from '../../src/identity/identity.ts';
-import { hashSecret } from '../../src/identity/secret-hash.ts';
 import type { Identity } from '../../src/identity/types.ts';
 import { startHttpServer } from '../../src/transport/http/server.ts';
 import { testEngine } from '../helpers/engine.ts';
 
-export const API_KEY = 'demo-api-key';
-export const CLIENTS = {
-  full: { id: 'demo-client', secret: 'demo-secret' },
-  reader: { id: 'demo-reader', secret: 'reader-secret' },
-  cardOnly: { id: 'card-only', secret: 'card-only-secret-7f3a' },
-} as const;
-
-let hashes: { apiKey: string; full: string; reader: string; cardOnly: string } | undefined;
-/** Hashed once per process: scrypt is deliberately slow. */
-function demoHashes(): NonNullable<typeof hashes> {
-  hashes ??= {
-    apiKey: hashSecret(API_KEY),
-    full: hashSecret(CLIENTS.full.secret),
-    reader: hashSecret(CLIENTS.reader.secret),
-    cardOnly: hashSecret(CLIENTS.cardOnly.secret),
-  };
-  return hashes;
-}
-
-export function identityConfig(signingKeyDir: string, overrides: Partial<IdentityConfig> = {}): IdentityConfig {
-  const h = demoHashes();
-  return {
-    issuer: 'https://dpg.test/identity',
-    audience: 'dpg-gateway',
-    tokenTtlSeconds: 900,
-    signingKeyDir,
-    signingKeyRotationSeconds: 7 * 24 * 3600,
-    apiKeys: [{ id: 'demo', hash: h.apiKey }],
-    clients: [
-      { id: CLIENTS.full.id, secretHash: h.full, scopes: ['protect', 'reconstruct', 'decrypt'] },
-      { id: CLIENTS.reader.id, secretHash: h.reader, scopes: ['protect'] },
-      { id: CLIENTS.cardOnly.id, secretHash: h.cardOnly, scopes: ['protect'], manifests: ['card-masking'] },
-    ],
-    ...overrides,
-  };
-}
+export { API_KEY, CLIENTS, identityConfig } from '../helpers/identity.ts';
+import { API_KEY, identityConfig } from '../helpers/identity.ts';
 
 export function gatewayConfig(dataDir: string, http: Partial<HttpConfig> = {}, identity: Partial<IdentityConfig> = {}): GatewayConfig {
   return {
