@@ -24,6 +24,13 @@ export interface ProxyObservation {
   readonly valuesProtected: number;
 }
 
+interface RequestChildren {
+  readonly requests: { inc(): void };
+  readonly values: { inc(value: number): void };
+  readonly errors: { inc(): void } | undefined;
+  readonly latency: { observe(value: number): void };
+}
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'door' | 'job_type' | 'outcome'>;
@@ -83,11 +90,26 @@ export class Metrics {
     });
   }
 
+  /** Label children by label values: prom-client hashes a label object on every call otherwise. */
+  private readonly children = new Map<string, RequestChildren>();
+
   observeRequest(o: RequestObservation): void {
-    this.requests.inc({ door: o.door, job_type: o.jobType, outcome: o.outcome });
-    if (o.valuesProtected > 0) this.values.inc({ door: o.door, job_type: o.jobType }, o.valuesProtected);
-    if (o.outcome !== 'ok') this.errors.inc({ door: o.door, code: o.outcome });
-    this.latency.observe({ door: o.door }, o.seconds);
+    const key = `${o.door}\u0000${o.jobType}\u0000${o.outcome}`;
+    let c = this.children.get(key);
+    if (c === undefined) {
+      c = {
+        requests: this.requests.labels({ door: o.door, job_type: o.jobType, outcome: o.outcome }),
+        values: this.values.labels({ door: o.door, job_type: o.jobType }),
+        errors: o.outcome === 'ok' ? undefined : this.errors.labels({ door: o.door, code: o.outcome }),
+        latency: this.latency.labels({ door: o.door }),
+      };
+      // Label values come from config and the catalogue, so this stays small.
+      this.children.set(key, c);
+    }
+    c.requests.inc();
+    if (o.valuesProtected > 0) c.values.inc(o.valuesProtected);
+    c.errors?.inc();
+    c.latency.observe(o.seconds);
   }
 
   observeProxy(o: ProxyObservation): void {
