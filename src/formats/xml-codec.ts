@@ -1,11 +1,12 @@
-// The XML DocumentCodec: protects leaf element values and attribute values by splicing replacements
-// into the original text, so every byte outside a protected value is returned exactly as written.
+// The XML DocumentCodec: protects element text and attribute values by splicing replacements into
+// the original text, so every byte outside a protected value is returned exactly as written. A
+// matched element protects everything beneath it, as a matched JSON key does.
 
 import { DpgError } from '../core/errors.ts';
 import type { Scalar } from '../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from './codec.ts';
-import { DEFAULT_XML_LIMITS, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './xml-scanner.ts';
-import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent } from './xml-text.ts';
+import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './xml-scanner.ts';
+import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type LeafContent } from './xml-text.ts';
 
 export interface XmlCodecOptions {
   /** Deepest element nesting accepted (root = 1); deeper documents are MALFORMED_DATA_SET. Default 256. */
@@ -44,9 +45,18 @@ interface PendingAttribute {
 const NOTHING = null;
 
 /**
+ * What `removes` is asked about an element with child elements: never empty, like a JSON object
+ * under a matched key, so Restrict always removes it.
+ */
+const CHILD_ELEMENTS: unknown = Object.freeze({ childElements: true });
+
+/**
  * Walks the scanner's events and collects edits (offset ranges and their replacements) in document
- * order. Attribute edits wait until their element is known to stay: a removed leaf takes its
- * attributes with it, and their techniques never run.
+ * order. An element's action is its own rule or, failing that, the action of its nearest matched
+ * ancestor; its attributes use their own rule or the element's action. Attribute edits wait until
+ * their element is known to stay: a removed element takes its attributes and everything beneath it
+ * along, and their techniques never run. Whether an element with children stays is decided when its
+ * first child element opens, before anything inside it is protected.
  */
 class XmlProtector implements XmlEvents {
   private readonly input: string;
@@ -56,6 +66,15 @@ class XmlProtector implements XmlEvents {
   private readonly actions = new Map<string, FieldAction | null>();
   /** Element paths by level (index 0 = ''), kept only when the plan uses paths. */
   private readonly paths: string[] = [''];
+  /** The action in force for the open element at each level (own rule, else inherited); [0] = none. */
+  private readonly effective: (FieldAction | undefined)[] = [undefined];
+  /**
+   * Per level: where the open element's current text run starts (just after its last child
+   * element), or -1 while no child element has opened (the run starts at its content).
+   */
+  private readonly runStart: number[] = [-1];
+  /** Level of an open element being removed whole (everything inside is skipped); 0 = none. */
+  private removingLevel = 0;
   private readonly pending: PendingAttribute[] = [];
   private pendingOwner: ElementFrame | null = NOTHING;
   private readonly chunks: string[] = [];
@@ -89,12 +108,41 @@ class XmlProtector implements XmlEvents {
   }
 
   openElement(element: ElementFrame): void {
-    // A child element means the parent is not a leaf and stays: its attributes can be written now.
-    if (this.pendingOwner !== null) this.flushAttributes();
+    if (this.removingLevel !== 0) return; // inside an element being removed
+    const parent = element.parent;
+    if (parent !== null && !this.enterChild(parent, element)) return;
+    const level = element.level;
+    const name = this.input.slice(element.localStart, element.nameEnd);
+    let path: string | undefined;
     if (this.usesPaths) {
-      this.paths[element.level] =
-        this.paths[element.level - 1] + '/' + this.input.slice(element.localStart, element.nameEnd);
+      path = this.paths[level - 1] + '/' + name;
+      this.paths[level] = path;
     }
+    this.effective[level] = this.lookup(name, path) ?? this.effective[level - 1];
+    this.runStart[level] = -1;
+  }
+
+  /**
+   * A child element opens inside `parent`. On the first one, the parent is known to have child
+   * elements: decide whether it is removed whole (false = skip everything until it closes) or stays
+   * (its attributes can be written now). Then protect the parent's text run before the child.
+   */
+  private enterChild(parent: ElementFrame, child: ElementFrame): boolean {
+    const level = parent.level;
+    const action = this.effective[level];
+    let start = this.runStart[level];
+    if (start < 0) {
+      if (action !== undefined && action.removes(CHILD_ELEMENTS)) {
+        this.pending.length = 0;
+        this.pendingOwner = NOTHING;
+        this.removingLevel = level;
+        return false;
+      }
+      if (this.pendingOwner !== null) this.flushAttributes();
+      start = parent.contentStart;
+    }
+    if (action !== undefined) this.protectTextRun(parent, action, start, child.tagStart);
+    return true;
   }
 
   attribute(
@@ -106,11 +154,13 @@ class XmlProtector implements XmlEvents {
     valueStart: number,
     valueEnd: number,
   ): void {
+    if (this.removingLevel !== 0) return;
     const input = this.input;
     if (isNamespaceDeclaration(input, nameStart, localStart, nameEnd)) return;
     const name = input.slice(localStart, nameEnd);
     const path = this.usesPaths ? `${this.paths[element.level]}/@${name}` : undefined;
-    const action = this.lookup(name, path);
+    // Fail closed: an attribute of (or beneath) a matched element is protected with it.
+    const action = this.lookup(name, path) ?? this.effective[element.level];
     if (action === undefined) return;
     this.pending.push({
       action,
@@ -128,11 +178,24 @@ class XmlProtector implements XmlEvents {
   cdata(): void {}
 
   closeElement(element: ElementFrame, endStart: number, endEnd: number): void {
-    if (element.hasChildElement) return;
+    const level = element.level;
+    if (this.removingLevel !== 0) {
+      if (level > this.removingLevel) return;
+      this.removingLevel = 0;
+      this.edit(removalStart(this.input, element), endEnd, '');
+    } else if (element.hasChildElement) {
+      const action = this.effective[level];
+      if (action !== undefined) this.protectTextRun(element, action, this.runStart[level], endStart);
+    } else {
+      this.closeLeaf(element, endStart, endEnd);
+    }
+    if (level > 1) this.runStart[level - 1] = endEnd;
+  }
+
+  /** An element without child elements: its whole content is one value (comments and PIs skipped). */
+  private closeLeaf(element: ElementFrame, endStart: number, endEnd: number): void {
     const input = this.input;
-    const name = input.slice(element.localStart, element.nameEnd);
-    const path = this.usesPaths ? this.paths[element.level] : undefined;
-    const action = this.lookup(name, path);
+    const action = this.effective[element.level];
     if (action === undefined) {
       if (this.pendingOwner !== null) this.flushAttributes();
       return;
@@ -147,7 +210,7 @@ class XmlProtector implements XmlEvents {
       return;
     }
     if (this.pendingOwner !== null) this.flushAttributes();
-    const replacement = asText(action.apply(content.value, path ?? locationThunk(input, element, undefined)));
+    const replacement = asText(action.apply(content.value, this.locationOf(element)));
     if (replacement === content.value) return;
     if (element.selfClosing) {
       // `<a/>` gains content: `<a>value</a>`.
@@ -155,8 +218,27 @@ class XmlProtector implements XmlEvents {
       this.edit(endStart, endEnd, `>${escapeText(replacement)}</${qname}>`);
       return;
     }
+    this.writeContent(content, replacement);
+  }
+
+  /**
+   * One text run of an element with child elements (the content between two of its tags). Read
+   * like a leaf's content; a run holding only whitespace (layout), comments or PIs is no value.
+   */
+  private protectTextRun(element: ElementFrame, action: FieldAction, start: number, end: number): void {
+    const content = readLeafContent(this.input, start, end);
+    if (isBlank(content.value)) return;
+    const replacement = asText(action.apply(content.value, this.locationOf(element)));
+    if (replacement !== content.value) this.writeContent(content, replacement);
+  }
+
+  private writeContent(content: LeafContent, replacement: string): void {
     const canStayCdata = content.cdata && !replacement.includes(']]>') && !replacement.includes('\r');
     this.edit(content.start, content.end, canStayCdata ? `<![CDATA[${replacement}]]>` : escapeText(replacement));
+  }
+
+  private locationOf(element: ElementFrame): string | (() => string) {
+    return this.usesPaths ? this.paths[element.level] : locationThunk(this.input, element, undefined);
   }
 
   private flushAttributes(): void {
@@ -180,6 +262,11 @@ class XmlProtector implements XmlEvents {
 function isNamespaceDeclaration(input: string, nameStart: number, localStart: number, nameEnd: number): boolean {
   if (localStart === nameStart) return nameEnd - nameStart === 5 && input.startsWith('xmlns', nameStart);
   return localStart - nameStart === 6 && input.startsWith('xmlns:', nameStart);
+}
+
+function isBlank(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (!isXmlSpace(value.charCodeAt(i))) return false;
+  return true;
 }
 
 /** A technique's result as text; null (nullify) becomes empty content. */

@@ -95,9 +95,9 @@ describe('xmlCodec: SOAP envelope with two namespaces, attributes, CDATA and com
   it('returns the input unchanged when no field matches, resolving each name once', () => {
     const resolver = resolverOf({});
     assert.equal(protect(SOAP, resolver), SOAP);
-    // Distinct local names of leaves and non-namespace attributes: trace, id, name, cardNumber,
-    // note, ssn, amount, currency.
-    assert.equal(resolver.calls, 8);
+    // Distinct local names of elements and non-namespace attributes: Envelope, Header, trace, id,
+    // Body, payment, currency, name, cardNumber, note, ssn, amount.
+    assert.equal(resolver.calls, 12);
   });
 
   it('gives techniques decoded values and matches local names without prefixes', () => {
@@ -195,9 +195,10 @@ describe('xmlCodec: values and escaping', () => {
     assert.equal(out, '<r><v> **** </v></r>');
   });
 
-  it('leaves elements with child elements alone, even when their name matches', () => {
+  it('protects an element with child elements when its name matches (see xml-nested.test.ts)', () => {
     const xml = '<r><card><number>1</number></card></r>';
-    assert.equal(protect(xml, resolverOf({ card: action('restrict') })), xml);
+    assert.equal(protect(xml, resolverOf({ card: action('restrict') })), '<r></r>');
+    assert.equal(protect(xml, resolverOf({ card: action('mask') })), '<r><card><number>*</number></card></r>');
   });
 });
 

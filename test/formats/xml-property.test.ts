@@ -77,14 +77,15 @@ function write(node: Node, layout: () => number, indent = ''): string {
 
 const localName = (n: string): string => n.slice(n.indexOf(':') + 1);
 
-/** The tree a correct codec must produce: protected leaves and attributes reversed. */
-function expected(node: Node): Node {
-  const attributes = node.attributes.map(([n, v]): [string, string] => [n, PROTECTED.has(localName(n)) ? reverse(v) : v]);
-  if (node.kind === 'leaf') {
-    const v = PROTECTED.has(localName(node.name)) ? reverse(node.value) : node.value;
-    return { ...node, attributes, value: v, cdata: false };
-  }
-  return { ...node, attributes, children: node.children.map(expected) };
+/**
+ * The tree a correct codec must produce: protected elements reversed with everything beneath them
+ * (descendant text and attributes), protected attributes reversed.
+ */
+function expected(node: Node, inherited = false): Node {
+  const matched = inherited || PROTECTED.has(localName(node.name));
+  const attributes = node.attributes.map(([n, v]): [string, string] => [n, matched || PROTECTED.has(localName(n)) ? reverse(v) : v]);
+  if (node.kind === 'leaf') return { ...node, attributes, value: matched ? reverse(node.value) : node.value, cdata: false };
+  return { ...node, attributes, children: node.children.map((c) => expected(c, matched)) };
 }
 
 const parser = new XMLParser({
