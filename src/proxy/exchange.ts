@@ -16,7 +16,7 @@ import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, r
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from './problem.ts';
-import { mediaTypeOf, type RouteTable } from './routes.ts';
+import { mediaTypeOf, type RequestFacts, type RouteTable } from './routes.ts';
 import { upstreamProblem } from './upstream.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
@@ -74,6 +74,17 @@ function splitPath(path: string): { pathname: string; query: string | undefined 
   return q === -1 ? { pathname: path, query: undefined } : { pathname: path.slice(0, q), query: path.slice(q + 1) };
 }
 
+/** What the route table sees of a request (the table itself canonicalises the host). */
+export function requestFacts(req: IncomingMessage, target: Target): RequestFacts {
+  return {
+    host: target.host.toLowerCase(),
+    port: target.port,
+    method: req.method ?? 'GET',
+    path: splitPath(target.path).pathname,
+    contentType: mediaTypeOf(req.headers['content-type']),
+  };
+}
+
 const isAbort = (err: unknown): boolean => {
   const name = (err as { name?: string })?.name;
   const code = (err as { code?: string })?.code;
@@ -83,14 +94,7 @@ const isAbort = (err: unknown): boolean => {
 export function createExchange(deps: ExchangeDeps): Exchange {
   const { routes, agent, logger, metrics } = deps;
 
-  const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined =>
-    routes.table.match({
-      host: target.host.toLowerCase(),
-      port: target.port,
-      method: req.method ?? 'GET',
-      path: splitPath(target.path).pathname,
-      contentType: mediaTypeOf(req.headers['content-type']),
-    });
+  const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined => routes.table.match(requestFacts(req, target));
 
   /** Untouched streaming both ways, pooled keep-alive upstream. */
   function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
@@ -169,12 +173,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
       const upstream = await agent.request(options);
       const responseHead = responseHeaders(upstream.headers);
-      const wantsResponsePhase =
-        phases.response !== undefined &&
-        req.method !== 'HEAD' &&
-        upstream.statusCode >= 200 &&
-        upstream.statusCode < 300 &&
-        upstream.statusCode !== 204;
+      const wantsResponsePhase = phases.response !== undefined && runsResponsePhase(phases.response, req.method, upstream.statusCode);
 
       if (!wantsResponsePhase) {
         responseHead['x-request-id'] ??= requestId;
@@ -267,6 +266,16 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       return problemOf(new DpgError('PAYLOAD_TOO_LARGE', `The body is larger than the route's limit of ${route.maxBodyBytes} bytes`));
     },
   };
+}
+
+/**
+ * Which responses a response phase reads. A forward job (Mask, Pseudonymise, …) protects every
+ * response that can carry a body, errors and redirects included: an upstream's 4xx/5xx body may
+ * echo the very values the route hides. A reverse job (Reconstruct, Decrypt) restores 2xx bodies only.
+ */
+export function runsResponsePhase(phase: CompiledPhase, method: string | undefined, status: number): boolean {
+  if (method === 'HEAD' || status < 200 || status === 204 || status === 304) return false;
+  return phase.reverse ? status < 300 : true;
 }
 
 /** A failure while protecting what came back: reported as 502, the upstream's body withheld. */

@@ -10,11 +10,12 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
 import { LeafCertificates, loadOrCreateCa } from './ca.ts';
-import { createExchange, type CompiledRouteSet, type Exchange, type Target } from './exchange.ts';
+import { createExchange, requestFacts, type CompiledRouteSet, type Exchange, type Target } from './exchange.ts';
 import { compilePhase, type CompiledPhase } from './phase.ts';
 import { sendProblem } from './problem.ts';
 import { compileRoutes, stripBrackets } from './routes.ts';
-import { handleConnect, spliceUpgrade, type TunnelTarget } from './tunnel.ts';
+import { handleConnect, type TunnelTarget } from './tunnel.ts';
+import { handleUpgrade } from './upgrade.ts';
 import { createUpstreamAgent, upstreamRoots } from './upstream.ts';
 
 export interface ProxyDeps {
@@ -124,6 +125,16 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const sockets = new Set<Duplex>();
   const intercepted = new Set<Duplex>();
   const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted };
+  const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots };
+  /** Every listener's upgrades: routed requests are refused, h2c is replayed as HTTP/1.1 (upgrade.ts). */
+  const onUpgrade = (server: Server, targetOf: (req: IncomingMessage) => Target | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const target = targetOf(req);
+    if (!target) {
+      socket.destroy();
+      return;
+    }
+    handleUpgrade(upgradeDeps, server, req, socket, head, target, requestFacts(req, target));
+  };
   let shuttingDown = false;
   /** Exchanges in progress per connection: idle intercepted connections are closed at shutdown. */
   const inFlight = new WeakMap<object, number>();
@@ -167,14 +178,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   forward.on('request', onForward(false));
   forward.on('checkContinue', onForward(true));
   forward.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => handleConnect({ ...tunnelDeps, interceptServer }, req, socket, head));
-  forward.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const target = absoluteTarget(req.url ?? '');
-    if (!target) {
-      socket.destroy();
-      return;
-    }
-    spliceUpgrade(tunnelDeps, req, socket, head, target, roots);
-  });
+  forward.on('upgrade', onUpgrade(forward, (req) => absoluteTarget(req.url ?? '')));
 
   // Decrypted (or plain) HTTP from intercepted CONNECT tunnels; never listens itself.
   const interceptServer = createServer({ keepAliveTimeout: 30_000 });
@@ -192,14 +196,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   };
   interceptServer.on('request', onIntercepted(false));
   interceptServer.on('checkContinue', onIntercepted(true));
-  interceptServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const target = interceptTarget(req);
-    if (!target) {
-      socket.destroy();
-      return;
-    }
-    spliceUpgrade(tunnelDeps, req, socket, head, target, roots);
-  });
+  interceptServer.on('upgrade', onUpgrade(interceptServer, interceptTarget));
 
   const servers: Server[] = [forward];
   const address = await listen(forward, config.listen.host, config.listen.port);
@@ -224,9 +221,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       serve(req, res, reverseTarget(base, basePath, req.url ?? '/'), expectsContinue);
     server.on('request', onReverse(false));
     server.on('checkContinue', onReverse(true));
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) =>
-      spliceUpgrade(tunnelDeps, req, socket, head, reverseTarget(base, basePath, req.url ?? '/'), roots),
-    );
+    server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, basePath, req.url ?? '/')));
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => socket.end('HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'));
     servers.push(server);
     const a = await listen(server, r.listen.host, r.listen.port);

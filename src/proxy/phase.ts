@@ -5,6 +5,7 @@ import { DpgError } from '../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../core/types.ts';
 import type { RoutePhase } from '../config/types.ts';
 import type { Engine, PreparedJob } from '../engine/types.ts';
+import type { FieldAction } from '../formats/codec.ts';
 import { parseJobRequest } from '../engine/request.ts';
 
 /** What a phase did to one message; never holds values. */
@@ -17,6 +18,8 @@ export interface PhaseOutcome {
 export interface CompiledPhase {
   readonly manifest: string;
   readonly jobType: string;
+  /** True for Reconstruct and Decrypt, which restore values rather than protect them. */
+  readonly reverse: boolean;
   /** True when the phase protects query-string parameters. */
   readonly protectsQuery: boolean;
   /** Protects a decoded body of the given Content-Type. Empty bodies come back as they are. */
@@ -74,6 +77,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
   return {
     manifest: base.manifestName,
     jobType: base.jobType,
+    reverse: base.jobType === 'Reconstruct' || base.jobType === 'Decrypt',
     protectsQuery: queryParams.size > 0,
 
     protectBody(body, contentType, requestId) {
@@ -143,7 +147,7 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const name = formDecode(rawName, where, i);
-    const action = selected(name) ? prepared.resolver.resolve(name, name) : undefined;
+    const action = resolvePairName(name, prepared, selected);
     if (action === undefined) {
       out.push(pair);
       continue;
@@ -154,6 +158,42 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     out.push(`${rawName}=${formEncode(result === null ? '' : String(result))}`);
   }
   return out.join('&');
+}
+
+/**
+ * The action for a pair name. Frameworks read `customer[cardNumber]`, `customer.cardNumber` and
+ * `cards[0][number]` as nested fields, so after the full name we try, as JSON would: the innermost
+ * named segment (with its `$.` path), then each enclosing segment outwards — a rule on `customer`
+ * covers everything beneath it, like a JSON key whose value is an object.
+ */
+function resolvePairName(name: string, prepared: PreparedJob, selected: (name: string) => boolean): FieldAction | undefined {
+  const segments = name.includes('[') || name.includes('.') ? name.split(/[[\].]/).filter((s) => s !== '') : undefined;
+  if (segments === undefined || (segments.length === 1 && segments[0] === name)) {
+    return selected(name) ? prepared.resolver.resolve(name, name) : undefined;
+  }
+  if (!selected(name) && !segments.some(selected)) return undefined;
+  const direct = prepared.resolver.resolve(name, name);
+  if (direct !== undefined) return direct;
+  for (let end = segments.length; end > 0; end--) {
+    const segment = segments[end - 1];
+    if (NUMERIC.test(segment)) continue; // an index names no field
+    const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
+    if (action !== undefined) return action;
+  }
+  return undefined;
+}
+
+const NUMERIC = /^\d+$/;
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** `$.customer.cards[0].number` from the first `end` segments, for manifests with path selectors. */
+function jsonPath(segments: readonly string[], end: number): string {
+  let path = '$';
+  for (let i = 0; i < end; i++) {
+    const s = segments[i];
+    path += NUMERIC.test(s) ? `[${s}]` : IDENTIFIER.test(s) ? `.${s}` : `[${JSON.stringify(s)}]`;
+  }
+  return path;
 }
 
 function formDecode(text: string, where: string, index: number): string {

@@ -2,6 +2,7 @@
 // including the catalogue's two upstream codes (UPSTREAM_UNREACHABLE, UPSTREAM_TIMEOUT).
 
 import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { DpgError, problemType, toDpgError, type ErrorCode } from '../core/errors.ts';
 
 export interface Problem {
@@ -22,6 +23,19 @@ export const upstreamUnreachable = (detail: string): Problem => problemOf(new Dp
 
 export const upstreamTimeout = (detail: string): Problem => problemOf(new DpgError('UPSTREAM_TIMEOUT', detail));
 
+/** The RFC 9457 body of a problem. */
+function problemBody(problem: Problem, requestId: string | undefined): string {
+  return JSON.stringify({
+    type: problemType(problem.code),
+    title: problem.title,
+    status: problem.status,
+    detail: problem.detail,
+    code: problem.code,
+    ...(requestId === undefined ? {} : { requestId }),
+    ...(problem.errors && problem.errors.length > 0 ? { errors: problem.errors } : {}),
+  });
+}
+
 /**
  * Writes the problem unless headers already went out (then the connection is cut: a truncated
  * response must not look complete). `close` ends the keep-alive connection (unread body left).
@@ -31,15 +45,7 @@ export function sendProblem(res: ServerResponse, problem: Problem, requestId: st
     res.destroy();
     return;
   }
-  const body = JSON.stringify({
-    type: problemType(problem.code),
-    title: problem.title,
-    status: problem.status,
-    detail: problem.detail,
-    code: problem.code,
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(problem.errors && problem.errors.length > 0 ? { errors: problem.errors } : {}),
-  });
+  const body = problemBody(problem, requestId);
   const headers: Record<string, string | number> = {
     'content-type': 'application/problem+json',
     'content-length': Buffer.byteLength(body),
@@ -48,4 +54,13 @@ export function sendProblem(res: ServerResponse, problem: Problem, requestId: st
   if (close) headers.connection = 'close';
   res.writeHead(problem.status, headers);
   res.end(body);
+}
+
+/** The same problem on a raw socket (upgrade requests have no ServerResponse), then the connection ends. */
+export function sendProblemOnSocket(socket: Duplex, problem: Problem): void {
+  const body = problemBody(problem, undefined);
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -33,13 +33,25 @@ export function compileRoutes(routes: readonly ProxyRoute[]): RouteTable {
   const compiled = routes.map(compileRoute);
   return {
     match(facts) {
-      for (const c of compiled) if (c.matches(facts)) return c.route;
+      const host = canonicalHost(facts.host);
+      const canonical = host === facts.host ? facts : { ...facts, host };
+      for (const c of compiled) if (c.matches(canonical)) return c.route;
       return undefined;
     },
     intercepts(host, port) {
-      return compiled.some((c) => c.matchesHostPort(host, port));
+      const h = canonicalHost(host);
+      return compiled.some((c) => c.matchesHostPort(h, port));
     },
   };
+}
+
+/**
+ * The host as routes see it: lower case, without trailing dots. `api.example.` is the same host as
+ * `api.example` to DNS (an absolute name), so it must not slip past a route for `api.example`.
+ */
+export function canonicalHost(host: string): string {
+  const lower = host.toLowerCase();
+  return lower.endsWith('.') ? lower.replace(/\.+$/, '') : lower;
 }
 
 export function compileRoute(route: ProxyRoute): CompiledRoute {
@@ -67,7 +79,7 @@ export function compileRoute(route: ProxyRoute): CompiledRoute {
  */
 export function compileHost(pattern: string | undefined): Test<string> {
   if (pattern === undefined || pattern === '*') return () => true;
-  const p = stripBrackets(pattern.toLowerCase().replace(/\.$/, ''));
+  const p = stripBrackets(canonicalHost(pattern));
   if (p.startsWith('*.')) {
     const suffix = p.slice(1);
     return (h) => h.length > suffix.length && h.endsWith(suffix);
@@ -112,12 +124,18 @@ export function compileContentType(pattern: string | undefined): Test<string> {
 
 const UNRESERVED_ESCAPE = /%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])/g;
 
+/** `;params` of one path segment (RFC 3986 §3.3): `/v1/customers;jsessionid=1/` → `/v1/customers/`. */
+const SEGMENT_PARAMS = /;[^/]*/g;
+
 /**
- * The path a server would see: dot segments resolved and escapes of unreserved characters
- * decoded (RFC 3986 §6.2.2), so `/v1/%63ustomers/../customers` cannot slip past `/v1/customers/**`.
+ * The path a server would see: escapes of unreserved characters decoded (RFC 3986 §6.2.2),
+ * `;params` dropped from every segment (servlet containers and others ignore them, `..;` included),
+ * then dot segments resolved, so neither `/v1/%63ustomers/../customers` nor `/v1/customers;x=1`
+ * can slip past `/v1/customers/**`. Letter case is kept: matching is case-sensitive.
  */
 export function normalizePath(path: string): string {
-  const decoded = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (e) => String.fromCharCode(parseInt(e.slice(1), 16))) : path;
+  const unescaped = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (e) => String.fromCharCode(parseInt(e.slice(1), 16))) : path;
+  const decoded = unescaped.includes(';') ? unescaped.replace(SEGMENT_PARAMS, '') : unescaped;
   if (!decoded.includes('/.') && !decoded.includes('//')) return decoded;
   const out: string[] = [];
   const segs = decoded.split('/');

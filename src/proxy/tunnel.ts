@@ -1,16 +1,15 @@
 // CONNECT and protocol upgrades. A CONNECT to a host:port some route could match is intercepted:
 // TLS is terminated with a leaf minted from the gateway CA and the decrypted HTTP/1.1 goes to the
-// intercept server. Any other CONNECT is a blind TCP tunnel. Upgrades (WebSocket) are spliced raw.
+// intercept server. Any other CONNECT is a blind TCP tunnel. Upgrades are handled in upgrade.ts.
 
 import type { IncomingMessage, Server } from 'node:http';
-import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { TLSSocket, connect as tlsConnect } from 'node:tls';
+import { TLSSocket } from 'node:tls';
 import type { Logger } from '../core/logger.ts';
 import type { LeafCertificates } from './ca.ts';
-import { originOf, type Target } from './exchange.ts';
 import type { RouteTable } from './routes.ts';
-import { stripBrackets } from './routes.ts';
+import { canonicalHost, stripBrackets } from './routes.ts';
 
 /** The CONNECT authority an intercepted connection was opened for. */
 export interface TunnelTarget {
@@ -51,7 +50,7 @@ function refuse(socket: Duplex, status: string, message: string): void {
   );
 }
 
-function track(set: Set<Duplex>, socket: Duplex): void {
+export function track(set: Set<Duplex>, socket: Duplex): void {
   set.add(socket);
   socket.once('close', () => set.delete(socket));
 }
@@ -79,7 +78,8 @@ function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { hos
     if (first[0] === 0x16) {
       let context;
       try {
-        context = deps.leaves.contextFor(target.host);
+        // `api.example.` and `api.example` are one host: the leaf names it without the dot.
+        context = deps.leaves.contextFor(canonicalHost(target.host));
       } catch {
         deps.logger.error({ host: target.host }, 'proxy: could not mint a certificate');
         client.destroy();
@@ -122,64 +122,6 @@ function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: { h
   upstream.on('error', () => {
     clearTimeout(timer);
     if (!connected) refuse(client, '502 Bad Gateway', 'The upstream could not be reached');
-    else client.destroy();
-  });
-  upstream.on('close', () => client.destroy());
-  client.on('close', () => {
-    clearTimeout(timer);
-    upstream.destroy();
-  });
-}
-
-/**
- * Passes a protocol upgrade (WebSocket) through untouched: opens a connection to the target,
- * replays the request head and splices bytes both ways. Nothing on it is protected (documented).
- */
-export function spliceUpgrade(
-  deps: Pick<TunnelDeps, 'connectTimeoutMs' | 'sockets'>,
-  req: IncomingMessage,
-  client: Duplex,
-  head: Buffer,
-  target: Target,
-  ca: string[] | undefined,
-): void {
-  client.on('error', () => client.destroy());
-  track(deps.sockets, client);
-  const upstream =
-    target.scheme === 'https'
-      ? tlsConnect({
-          host: target.host,
-          port: target.port,
-          servername: isIP(target.host) === 0 ? target.host : undefined,
-          ...(ca ? { ca } : {}),
-        })
-      : netConnect({ host: target.host, port: target.port });
-  track(deps.sockets, upstream);
-  let connected = false;
-  const timer = setTimeout(() => {
-    upstream.destroy();
-    refuse(client, '502 Bad Gateway', 'Connecting to the upstream timed out');
-  }, deps.connectTimeoutMs);
-  upstream.once(target.scheme === 'https' ? 'secureConnect' : 'connect', () => {
-    connected = true;
-    clearTimeout(timer);
-    const lines = [`${req.method} ${target.path} HTTP/1.1`];
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i].toLowerCase();
-      if (name === 'proxy-authorization' || name === 'proxy-connection') continue;
-      if (name === 'host' && target.hostHeader !== undefined) continue;
-      lines.push(`${raw[i]}: ${raw[i + 1]}`);
-    }
-    if (target.hostHeader !== undefined) lines.push(`Host: ${target.hostHeader}`);
-    upstream.write(lines.join('\r\n') + '\r\n\r\n');
-    if (head.length > 0) upstream.write(head);
-    upstream.pipe(client);
-    client.pipe(upstream);
-  });
-  upstream.on('error', () => {
-    clearTimeout(timer);
-    if (!connected) refuse(client, '502 Bad Gateway', `The upstream ${originOf(target)} could not be reached`);
     else client.destroy();
   });
   upstream.on('close', () => client.destroy());

@@ -106,3 +106,19 @@ test('request targets: absolute-form keeps the raw path; CONNECT authorities', (
   assert.equal(parseAuthority('example.com'), undefined);
   assert.equal(parseAuthority('a:99999'), undefined);
 });
+
+test('phase: nested form keys (brackets, dots, indexes) are protected by their innermost or enclosing name', () => {
+  const phase = compilePhase({ manifest: 'customer', jobType: 'Mask' }, engine);
+  const form = (body: string) => phase.protectBody(Buffer.from(body), 'application/x-www-form-urlencoded', 'r').body.toString();
+  assert.equal(form('customer[cardNumber]=4111111111111111&x=1'), 'customer[cardNumber]=************1111&x=1');
+  assert.equal(form('customer%5BcardNumber%5D=4111111111111111'), 'customer%5BcardNumber%5D=************1111');
+  assert.equal(form('customer.cardNumber=4111111111111111'), 'customer.cardNumber=************1111');
+  assert.equal(form('cards[0][cardNumber]=4111111111111111&cardNumber[]=5555555555554444'), 'cards[0][cardNumber]=************1111&cardNumber[]=************4444');
+  // A rule on an enclosing name covers the fields beneath it, as for a JSON object value.
+  assert.equal(form('name[first]=Ada&other[note]=kept'), 'name[first]=A**&other[note]=kept');
+  const restrict = compilePhase({ manifest: 'customer', jobType: 'Restrict' }, engine);
+  assert.equal(restrict.protectBody(Buffer.from('a=1&employee[salary]=50000&b=2'), 'application/x-www-form-urlencoded', 'r').body.toString(), 'a=1&b=2');
+  // Query parameters: a listed name is selected wherever it is nested.
+  const query = compilePhase({ manifest: 'customer', jobType: 'Mask', queryParams: ['cardNumber'] }, engine);
+  assert.equal(query.protectQuery('filter[cardNumber]=4111111111111111&phone=5551234567', 'r').query, 'filter[cardNumber]=************1111&phone=5551234567');
+});

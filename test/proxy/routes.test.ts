@@ -85,3 +85,23 @@ test('all criteria together; first match wins; intercepts() looks at host and po
   assert.equal(table.intercepts('internal.example', 8443), true);
   assert.equal(table.intercepts('elsewhere.example', 443), false);
 });
+
+test('hosts with trailing dots are the same host to routes and to CONNECT interception', () => {
+  const table = compileRoutes([r('c', { host: 'api.partner.example', path: '/v1/customers/**' }), r('w', { host: '*.wild.example' })]);
+  assert.equal(table.match(facts({ host: 'api.partner.example.' }))?.name, 'c');
+  assert.equal(table.match(facts({ host: 'API.partner.example..' }))?.name, 'c');
+  assert.equal(table.match(facts({ host: 'a.wild.example.' }))?.name, 'w');
+  assert.equal(table.intercepts('api.partner.example.', 443), true);
+  assert.equal(table.match(facts({ host: 'partner.example.' })), undefined);
+});
+
+test('path parameters (;x) are ignored when matching, in every segment; case stays significant', () => {
+  assert.equal(normalizePath('/v1/customers;x=1'), '/v1/customers');
+  assert.equal(normalizePath('/v1;a=b/customers;jsessionid=9/1'), '/v1/customers/1');
+  assert.equal(normalizePath('/v1/x/..;/customers/1'), '/v1/customers/1');
+  const table = compileRoutes([r('c', { path: '/v1/customers/**' })]);
+  for (const path of ['/v1/customers;x=1', '/v1/customers;x=1/2', '/v1;v=2/customers/1', '/v1/other/..;/customers/1']) {
+    assert.equal(table.match(facts({ path }))?.name, 'c', path);
+  }
+  assert.equal(table.match(facts({ path: '/V1/Customers/1' })), undefined);
+});
