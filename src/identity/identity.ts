@@ -10,6 +10,7 @@ import { SigningKeyStore, type SigningAlgorithm } from './signing-keys.ts';
 import { TokenIssuer } from './token-issuer.ts';
 import { TokenVerifier } from './token-verifier.ts';
 import { verifySecret } from './secret-hash.ts';
+import { SecretCheckGate, type SecretCheckLimits } from './secret-check-gate.ts';
 
 /** The demo credentials of the default config (DESIGN §3); never acceptable in production. */
 export const DEMO_API_KEY = 'demo-api-key';
@@ -23,6 +24,8 @@ export interface IdentityOptions {
   readonly now?: () => number;
   /** Algorithm of newly created signing keys. Default EdDSA (Ed25519). */
   readonly algorithm?: SigningAlgorithm;
+  /** Bounds on concurrent token-endpoint secret checks. Default DEFAULT_SECRET_CHECK_LIMITS. */
+  readonly secretChecks?: SecretCheckLimits;
 }
 
 /** The scope a job type needs (DESIGN §3). */
@@ -62,7 +65,7 @@ export async function createIdentity(config: IdentityConfig, options: IdentityOp
     now,
     logger,
   });
-  const issuer = new TokenIssuer(config, keys, now);
+  const issuer = new TokenIssuer(config, keys, now, new SecretCheckGate(options.secretChecks));
   const verifier = new TokenVerifier(config, keys, now);
 
   return {

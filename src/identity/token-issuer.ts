@@ -7,6 +7,7 @@ import type { IdentityConfig, ClientConfig, Scope } from '../config/types.ts';
 import type { TokenRequest, TokenResponse } from './types.ts';
 import type { SigningKeyStore } from './signing-keys.ts';
 import { spendVerificationTime, verifySecret } from './secret-hash.ts';
+import { SECRET_CHECK_RETRY_AFTER_SECONDS, SecretCheckGate } from './secret-check-gate.ts';
 
 export const ALL_SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
 /** RFC 9068 JWT access token type, checked on verification so no other JWT passes for one. */
@@ -39,6 +40,9 @@ export function parseBasicAuthorization(header: string | undefined): BasicCreden
   }
 }
 
+/** Outcome of the credential checks: the authenticated client, or the error response to send. */
+type ClientCheck = { readonly kind: 'client'; readonly client: ClientConfig } | { readonly kind: 'refused'; readonly response: TokenResponse };
+
 export class TokenIssuer {
   private readonly clients: Map<string, ClientConfig>;
 
@@ -46,6 +50,7 @@ export class TokenIssuer {
     private readonly config: IdentityConfig,
     private readonly keys: SigningKeyStore,
     private readonly now: () => number,
+    private readonly gate: SecretCheckGate = new SecretCheckGate(),
   ) {
     this.clients = new Map(config.clients.map((c) => [c.id, c]));
   }
@@ -55,43 +60,17 @@ export class TokenIssuer {
     for (const name of SINGLE_VALUED) {
       if (form.getAll(name).length > 1) return failure(400, 'invalid_request', `Parameter ${name} is given more than once`);
     }
-
-    if (this.config.apiKeys.length > 0) {
-      const apiKey = request.apiKey;
-      if (apiKey === undefined || apiKey === '') return failure(401, 'invalid_client', 'The X-Api-Key header is required');
-      if (!(await this.apiKeyMatches(apiKey))) return failure(401, 'invalid_client', 'The API key is not valid');
+    // Every scrypt run happens inside the gate: unauthenticated callers cannot starve the libuv pool.
+    const checked = await this.gate.run(() => this.authenticateClient(request));
+    if (checked === undefined) {
+      return {
+        status: 503,
+        body: { error: 'temporarily_unavailable', error_description: 'Too many token requests are being checked; retry shortly' },
+        retryAfterSeconds: SECRET_CHECK_RETRY_AFTER_SECONDS,
+      };
     }
-
-    const basic = parseBasicAuthorization(request.authorization);
-    if (basic.kind === 'invalid') {
-      return failure(400, 'invalid_request', 'The Authorization header must be HTTP Basic client credentials');
-    }
-    const inBody = form.has('client_id') || form.has('client_secret');
-    if (basic.kind === 'basic' && inBody) {
-      return failure(400, 'invalid_request', 'Client credentials must be sent either in the Authorization header or in the body, not both');
-    }
-
-    const grantType = form.get('grant_type');
-    if (grantType === null || grantType === '') return failure(400, 'invalid_request', 'Parameter grant_type is required');
-    if (grantType !== 'client_credentials') {
-      return failure(400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
-    }
-
-    const clientId = basic.kind === 'basic' ? basic.id : form.get('client_id');
-    const secret = basic.kind === 'basic' ? basic.secret : form.get('client_secret');
-    if (clientId === null || clientId === '' || secret === null || secret === '') {
-      return failure(400, 'invalid_request', 'Parameters client_id and client_secret are required');
-    }
-    if (clientId.length > MAX_CREDENTIAL_LENGTH || secret.length > MAX_CREDENTIAL_LENGTH) {
-      return failure(400, 'invalid_request', 'Client credentials are too long');
-    }
-
-    const client = this.clients.get(clientId);
-    if (client === undefined) {
-      await spendVerificationTime(secret);
-      return failure(401, 'invalid_client', 'Client authentication failed');
-    }
-    if (!(await verifySecret(secret, client.secretHash))) return failure(401, 'invalid_client', 'Client authentication failed');
+    if (checked.kind === 'refused') return checked.response;
+    const { client } = checked;
 
     const scopes = grantedScopes(client, form.get('scope'));
     if (scopes === undefined) return failure(400, 'invalid_scope', 'The requested scope is unknown or not granted to this client');
@@ -99,14 +78,66 @@ export class TokenIssuer {
     return { status: 200, body: await this.sign(client, scopes) };
   }
 
-  /** Every configured key is tried, so the time taken does not depend on which one matches. */
+  /** The API key, the request shape and the client credentials, in that order (RFC 6749 §5.2 errors). */
+  private async authenticateClient(request: TokenRequest): Promise<ClientCheck> {
+    const { form } = request;
+    const refuse = (status: 400 | 401, error: OAuthError, description: string): ClientCheck => ({
+      kind: 'refused',
+      response: failure(status, error, description),
+    });
+    if (this.config.apiKeys.length > 0) {
+      const apiKey = request.apiKey;
+      if (apiKey === undefined || apiKey === '') return refuse(401, 'invalid_client', 'The X-Api-Key header is required');
+      if (!(await this.apiKeyMatches(apiKey))) return refuse(401, 'invalid_client', 'The API key is not valid');
+    }
+
+    const basic = parseBasicAuthorization(request.authorization);
+    if (basic.kind === 'invalid') {
+      return refuse(400, 'invalid_request', 'The Authorization header must be HTTP Basic client credentials');
+    }
+    const inBody = form.has('client_id') || form.has('client_secret');
+    if (basic.kind === 'basic' && inBody) {
+      return refuse(400, 'invalid_request', 'Client credentials must be sent either in the Authorization header or in the body, not both');
+    }
+
+    const grantType = form.get('grant_type');
+    if (grantType === null || grantType === '') return refuse(400, 'invalid_request', 'Parameter grant_type is required');
+    if (grantType !== 'client_credentials') {
+      return refuse(400, 'unsupported_grant_type', 'Only the client_credentials grant is supported');
+    }
+
+    const clientId = basic.kind === 'basic' ? basic.id : form.get('client_id');
+    const secret = basic.kind === 'basic' ? basic.secret : form.get('client_secret');
+    if (clientId === null || clientId === '' || secret === null || secret === '') {
+      return refuse(400, 'invalid_request', 'Parameters client_id and client_secret are required');
+    }
+    if (clientId.length > MAX_CREDENTIAL_LENGTH || secret.length > MAX_CREDENTIAL_LENGTH) {
+      return refuse(400, 'invalid_request', 'Client credentials are too long');
+    }
+
+    const client = this.clients.get(clientId);
+    if (client === undefined) {
+      await spendVerificationTime(secret);
+      return refuse(401, 'invalid_client', 'Client authentication failed');
+    }
+    if (!(await verifySecret(secret, client.secretHash))) return refuse(401, 'invalid_client', 'Client authentication failed');
+    return { kind: 'client', client };
+  }
+
+  /**
+   * Every configured key is tried, so the time taken does not depend on which one matches; one
+   * after the other, so a request holds at most one pool thread (see SecretCheckGate).
+   */
   private async apiKeyMatches(apiKey: string): Promise<boolean> {
     if (apiKey.length > MAX_CREDENTIAL_LENGTH) {
       await spendVerificationTime(apiKey);
       return false;
     }
-    const results = await Promise.all(this.config.apiKeys.map((k) => verifySecret(apiKey, k.hash)));
-    return results.includes(true);
+    let matched = false;
+    for (const key of this.config.apiKeys) {
+      if (await verifySecret(apiKey, key.hash)) matched = true;
+    }
+    return matched;
   }
 
   private async sign(client: ClientConfig, scopes: readonly Scope[]): Promise<Extract<TokenResponse, { status: 200 }>['body']> {

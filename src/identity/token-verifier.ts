@@ -61,7 +61,9 @@ export class TokenVerifier {
         requiredClaims: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti'],
       }));
     } catch (err) {
-      throw unauthenticated(reasonFor(err), err);
+      // Only our own reason text: a jose error carries the token's claims (and the logger's error
+      // serializer prints causes), so it is never attached as the cause.
+      throw unauthenticated(reasonFor(err));
     }
     const principal = principalFrom(payload);
     this.remember(token, principal, (payload.exp as number) * 1000);
@@ -90,8 +92,8 @@ export class TokenVerifier {
   }
 }
 
-function unauthenticated(detail: string, cause?: unknown): DpgError {
-  return new DpgError('UNAUTHENTICATED', detail, cause === undefined ? {} : { cause });
+function unauthenticated(detail: string): DpgError {
+  return new DpgError('UNAUTHENTICATED', detail);
 }
 
 /** A reason safe to return: names what failed, never any part of the token. */

@@ -19,6 +19,12 @@ export type TokenResponse =
   | {
       readonly status: 400 | 401;
       readonly body: { error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope'; error_description: string };
+    }
+  | {
+      /** Too many secret checks under way (SecretCheckGate): nothing was checked; retry later. */
+      readonly status: 503;
+      readonly body: { error: 'temporarily_unavailable'; error_description: string };
+      readonly retryAfterSeconds: number;
     };
 
 export interface TokenRequest {

@@ -130,6 +130,29 @@ test('token optional by config; when given it is still checked', async () => {
   assert.equal(forged.status, 401);
 });
 
+test('without a token only protect-scope jobs run: Reconstruct and Decrypt need a verified token', async () => {
+  for (const jobType of ['Reconstruct', 'Decrypt']) {
+    const res = await upload([metaPart({ ...META, jobType }), filePart()], {}, open, false);
+    assert.equal(res.status, 401, `${jobType}: ${res.text}`);
+    assert.equal(res.json.code, 'UNAUTHENTICATED');
+    assert.match(res.json.detail, new RegExp(`^${jobType} needs a token`));
+    assert.equal(res.headers['www-authenticate'], 'Bearer realm="dpg"');
+  }
+  for (const jobType of ['Pseudonymise', 'Encrypt']) {
+    const res = await upload([metaPart({ ...META, jobType }), filePart()], {}, open, false);
+    assert.equal(res.status, 200, `${jobType}: ${res.text}`);
+  }
+  // A token sent anyway is verified and its scopes enforced, even where none is required.
+  const openReader = await tokenFor(open.base, CLIENTS.reader);
+  const reader = await upload([metaPart({ ...META, jobType: 'Reconstruct' }), filePart()], { 'x-resource-token': openReader }, open, false);
+  assert.equal(reader.status, 403, reader.text);
+  const blank = await upload([metaPart({ ...META, jobType: 'Decrypt' }), filePart()], { 'x-resource-token': ' ' }, open, false);
+  assert.equal(blank.status, 401, blank.text);
+  const openFull = await tokenFor(open.base, CLIENTS.full);
+  const full = await upload([metaPart({ ...META, jobType: 'Reconstruct' }), filePart()], { 'x-resource-token': openFull }, open, false);
+  assert.ok(full.status !== 401 && full.status !== 403, full.text);
+});
+
 test('every reachable catalogue error through /file/protect', async () => {
   const cases: [string, () => ReturnType<typeof upload>, number, string][] = [
     ['missing metadata', () => upload([filePart()]), 400, 'INVALID_REQUEST'],

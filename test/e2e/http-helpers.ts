@@ -11,6 +11,7 @@ import type { GatewayConfig, HttpConfig, IdentityConfig } from '../../src/config
 import type { Engine } from '../../src/engine/types.ts';
 import { createIdentity } from '../../src/identity/identity.ts';
 import type { Identity } from '../../src/identity/types.ts';
+import type { SecretCheckLimits } from '../../src/identity/secret-check-gate.ts';
 import { startHttpServer } from '../../src/transport/http/server.ts';
 import { testEngine } from '../helpers/engine.ts';
 
@@ -34,7 +35,7 @@ export function gatewayConfig(dataDir: string, http: Partial<HttpConfig> = {}, i
     keys: { source: 'generated' },
     manifests: join(dataDir, 'manifests'),
     proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
-    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024 },
+    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, maxDocumentBytes: 64 * 1024 * 1024 },
     logging: { level: 'info' },
   };
 }
@@ -55,6 +56,8 @@ export interface TestGatewayOptions {
   readonly identity?: Partial<IdentityConfig>;
   readonly engine?: Engine;
   readonly now?: () => number;
+  /** Bounds on concurrent token-endpoint secret checks (createIdentity's secretChecks). */
+  readonly secretChecks?: SecretCheckLimits;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -63,7 +66,12 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void logs.push(line) } });
   const config = gatewayConfig(dataDir, options.http, options.identity);
   const metrics = new Metrics({ collectDefaults: false });
-  const identity = await createIdentity(config.identity, { logger, nodeEnv: 'test', ...(options.now ? { now: options.now } : {}) });
+  const identity = await createIdentity(config.identity, {
+    logger,
+    nodeEnv: 'test',
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.secretChecks ? { secretChecks: options.secretChecks } : {}),
+  });
   const gateway: TestGateway = {
     base: '',
     logs,

@@ -163,6 +163,33 @@ test('forgery matrix: every bad token is 401 UNAUTHENTICATED', async () => {
   assert.equal(missing.json.code, 'UNAUTHENTICATED');
 });
 
+test('token endpoint: too many secret checks under way → 503 with Retry-After, no scrypt spent', async () => {
+  const busy = await startTestGateway({ secretChecks: { maxInFlight: 1, maxQueued: 1 } });
+  try {
+    const form = `grant_type=client_credentials&client_id=${CLIENTS.full.id}&client_secret=${CLIENTS.full.secret}`;
+    const send = () =>
+      request(`${busy.base}${TOKEN}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': API_KEY },
+        body: form,
+      }).then(async (res) => ({ status: res.statusCode, headers: res.headers, body: (await res.body.json()) as Record<string, unknown> }));
+    const answers = await Promise.all(Array.from({ length: 8 }, send));
+    const refused = answers.filter((a) => a.status === 503);
+    assert.ok(refused.length >= 1, `statuses: ${answers.map((a) => a.status).join(',')}`);
+    assert.ok(answers.every((a) => a.status === 200 || a.status === 503));
+    for (const a of refused) {
+      assert.equal(a.body.error, 'temporarily_unavailable');
+      assert.equal(a.headers['retry-after'], '1');
+      assert.equal(a.headers['cache-control'], 'no-store');
+    }
+    assert.ok(busy.logs.some((l) => l.includes('"outcome":"temporarily_unavailable"')), 'refusals are audited');
+    // The gate frees its slots: once the burst is over, a request gets its token.
+    assert.equal((await send()).status, 200);
+  } finally {
+    await busy.close();
+  }
+});
+
 test('no secret, API key or token in any log line', async () => {
   const token = await tokenFor(gw.base, CLIENTS.full);
   await postJson(gw.base, '/api/protect', body, { 'x-resource-token': token });

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Engine } from '../../src/engine/types.ts';
 import type { JobSpec } from '../../src/core/types.ts';
 import { testEngine } from '../helpers/engine.ts';
+import { callsiteFrames } from '../../src/transport/http/server.ts';
 import { CLIENTS, engineSupports, postJson, startTestGateway, tokenFor, type TestGateway } from './http-helpers.ts';
 
 let gw: TestGateway;
@@ -21,6 +22,11 @@ function trickyEngine(): Engine {
   return Object.assign(Object.create(real) as Engine, {
     protectDocument(job: JobSpec, dataSet: unknown) {
       if (job.manifestName === 'explode') throw new TypeError(`cannot read ${JSON.stringify(dataSet)}`);
+      // A multi-line message whose later lines quote the payload, one of them shaped like a frame.
+      if (job.manifestName === 'explode-lines') {
+        const card = (dataSet as { cardNumber: string }).cardNumber;
+        throw new SyntaxError(`cannot read\nnear ${card}\n    at ${card} (payload:1:1)`);
+      }
       return real.protectDocument(job, dataSet);
     },
     protectToCsv(job: JobSpec, input: Readable) {
@@ -183,6 +189,33 @@ test('silent mode: failures counted with their locations, never left in clear', 
   assert.equal(res.status, 200, res.text);
   assert.equal(res.json.summary.failed, 1);
   assert.equal(res.json.dataSet.cardNumber === '12', false);
+});
+
+test('an internal error logs callsite frames only, never lines of a multi-line message', async () => {
+  const res = await protect({ manifestName: 'explode-lines', jobType: 'Mask', dataSet: { cardNumber: CARD } }, { 'x-request-id': 'lines-1' }, small, tokens.small);
+  assert.equal(res.status, 500, res.text);
+  const line = small.logs.find((l) => l.includes('"requestId":"lines-1"') && l.includes('internal error'));
+  assert.ok(line !== undefined, 'the internal error was logged');
+  const entry = JSON.parse(line) as { errorName: string; frames?: string };
+  assert.equal(entry.errorName, 'SyntaxError');
+  assert.ok(!line.includes(CARD) && !line.includes('cannot read') && !line.includes('payload:1:1'), 'message lines leaked into the log');
+  assert.ok(typeof entry.frames === 'string' && entry.frames.length > 0, 'real frames are kept');
+  for (const frame of entry.frames.split('\n')) assert.match(frame, /^\s+at /);
+});
+
+test('callsiteFrames: frames after the exact message header, or none at all', () => {
+  const err = new Error('first\n    at secret (x:1:1)\nsecond');
+  const frames = callsiteFrames(err);
+  assert.ok(frames !== undefined && !frames.includes('secret') && frames.split('\n').every((f) => /^\s+at /.test(f)));
+  assert.ok(frames.split('\n').length <= 7);
+  // A message changed after the throw no longer matches the stack's header: no frames at all.
+  const changed = new Error('short');
+  void changed.stack;
+  changed.message = 'other';
+  assert.equal(callsiteFrames(changed), undefined);
+  assert.equal(callsiteFrames({ name: 'X', message: 'm', stack: 'X: m\nnot a frame' }), undefined);
+  assert.equal(callsiteFrames('a string' as unknown as undefined), undefined);
+  assert.equal(callsiteFrames(undefined), undefined);
 });
 
 test('no payload value, secret or token in any log line', () => {

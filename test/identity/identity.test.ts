@@ -11,6 +11,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { DpgError } from '../../src/core/errors.ts';
 import { createIdentity, scopeFor } from '../../src/identity/identity.ts';
 import { hashSecret } from '../../src/identity/secret-hash.ts';
+import { SecretCheckGate } from '../../src/identity/secret-check-gate.ts';
 import type { Identity, TokenRequest } from '../../src/identity/types.ts';
 import { API_KEY, CLIENTS, identityConfig } from '../e2e/http-helpers.ts';
 
@@ -210,4 +211,75 @@ test('verify rejects garbage with UNAUTHENTICATED', async () => {
   for (const token of ['', 'abc', 'a.b', 'a.b.c', 'x'.repeat(9000), 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.']) {
     await assert.rejects(id.verify(token), (e: unknown) => e instanceof DpgError && e.code === 'UNAUTHENTICATED');
   }
+});
+
+test('a rejected token keeps only our reason: no jose error (with the claims) as cause, none in logs', async () => {
+  const dir = tempDir();
+  let now = Date.UTC(2025, 0, 1);
+  const issuing = await createIdentity(identityConfig(dir), { logger: quietLogger(), now: () => now });
+  const res = await issuing.issueToken(req(full));
+  assert.equal(res.status, 200);
+  if (res.status !== 200) return;
+  const { jti } = decodeJwt(res.body.access_token);
+  // Same keys, another issuer: jose fails on the iss claim and its error carries the payload.
+  const other = await createIdentity(identityConfig(dir, { issuer: 'https://elsewhere.test/identity' }), { logger: quietLogger(), now: () => now });
+  now += 2 * 3600 * 1000;
+  const cases: [Identity, string][] = [
+    [other, 'The token issuer is not accepted'],
+    [issuing, 'The token has expired'],
+  ];
+  for (const [verifier, reason] of cases) {
+    const lines: string[] = [];
+    const logger = quietLogger(lines);
+    await assert.rejects(verifier.verify(res.body.access_token), (e: unknown) => {
+      assert.ok(e instanceof DpgError && e.code === 'UNAUTHENTICATED');
+      assert.equal(e.message, reason);
+      assert.equal(e.cause, undefined);
+      logger.error({ err: e }, 'token rejected');
+      return true;
+    });
+    const logged = lines.join('');
+    assert.ok(logged.includes(reason));
+    assert.ok(typeof jti === 'string' && !logged.includes(jti) && !logged.includes(CLIENTS.full.id), 'claims reached the log');
+  }
+});
+
+test('secret checks are bounded: beyond the in-flight and queue limits a token request is refused at once', async () => {
+  const id = await createIdentity(identityConfig(tempDir()), { logger: quietLogger(), secretChecks: { maxInFlight: 1, maxQueued: 1 } });
+  // All five start in the same tick: one checks, one waits, three are refused before any scrypt.
+  const answers = await Promise.all(Array.from({ length: 5 }, () => id.issueToken(req(full))));
+  assert.deepEqual(answers.map((a) => a.status), [200, 200, 503, 503, 503]);
+  const refused = answers[4];
+  assert.ok(refused.status === 503 && refused.body.error === 'temporarily_unavailable' && refused.retryAfterSeconds === 1);
+  assert.equal((await id.issueToken(req(full))).status, 200);
+  // Cheap request errors are answered without queueing behind the gate.
+  const repeated = await id.issueToken(req(full, { extra: [['grant_type', 'client_credentials']] }));
+  assert.equal(repeated.status, 400);
+});
+
+test('SecretCheckGate never runs more than maxInFlight at once and serves waiters in order', async () => {
+  const gate = new SecretCheckGate({ maxInFlight: 2, maxQueued: 50 });
+  let running = 0;
+  let peak = 0;
+  const order: number[] = [];
+  const work = (n: number) => async () => {
+    running++;
+    peak = Math.max(peak, running);
+    order.push(n);
+    await new Promise((r) => setTimeout(r, 1 + (n % 3)));
+    running--;
+    return n;
+  };
+  const results = await Promise.all(Array.from({ length: 40 }, (_, n) => gate.run(work(n))));
+  assert.deepEqual(results, Array.from({ length: 40 }, (_, n) => n));
+  assert.equal(peak, 2);
+  assert.deepEqual(order, results, 'waiters start in arrival order');
+  // A failing check frees its slot too.
+  await assert.rejects(gate.run(() => Promise.reject(new Error('boom'))));
+  assert.equal(await gate.run(async () => 'after'), 'after');
+  assert.deepEqual(await Promise.all([gate.run(work(1)), gate.run(work(2))]), [1, 2]);
+  const full = new SecretCheckGate({ maxInFlight: 1, maxQueued: 0 });
+  const first = full.run(work(7));
+  assert.equal(await full.run(work(8)), undefined);
+  assert.equal(await first, 7);
 });

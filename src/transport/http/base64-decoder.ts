@@ -4,50 +4,66 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { DpgError } from '../../core/errors.ts';
 
+// Every pattern here is linear in its input (a global character class, an anchored class run):
+// request data never meets a pattern that can backtrack over it. Padding is found with indexOf.
 const WHITESPACE = /[\r\n\t ]/g;
 const BASE64_BODY = /^[A-Za-z0-9+/_-]*$/;
+const PAD = '=';
+const MAX_PADDING = 2;
 
 function invalid(): DpgError {
   return new DpgError('INVALID_REQUEST', 'The data is not valid base64 (X-Body-Encoding: base64)');
 }
 
+/**
+ * Splits `text` at its first '=': the data before it and how many padding characters follow.
+ * Throws when anything but at most two '=' follows the first one (padding ends the data).
+ */
+function splitPadding(text: string): { body: string; padding: number } {
+  const first = text.indexOf(PAD);
+  if (first < 0) return { body: text, padding: 0 };
+  const padding = text.length - first;
+  // The length is checked before the characters, so the scan below covers at most two.
+  if (padding > MAX_PADDING) throw invalid();
+  for (let i = first + 1; i < text.length; i++) if (text[i] !== PAD) throw invalid();
+  return { body: text.slice(0, first), padding };
+}
+
 /** Decodes a whole base64 string strictly; throws INVALID_REQUEST rather than skipping bad characters. */
 export function decodeBase64Strict(text: string): Buffer {
-  const compact = text.replace(WHITESPACE, '');
-  const body = compact.replace(/={1,2}$/, '');
+  const { body } = splitPadding(text.replace(WHITESPACE, ''));
   if (!BASE64_BODY.test(body) || body.length % 4 === 1) throw invalid();
   return Buffer.from(body, body.includes('-') || body.includes('_') ? 'base64url' : 'base64');
 }
 
 export class Base64DecodeStream extends Transform {
   private pending = '';
-  private ended = false;
+  /** Padding characters seen so far; above zero the data has ended and only more '=' may follow. */
+  private padding = 0;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    const text = this.pending + chunk.toString('latin1').replace(WHITESPACE, '');
-    if (this.ended && text.length > 0) {
-      callback(invalid());
+    try {
+      this.decodeChunk(chunk.toString('latin1').replace(WHITESPACE, ''));
+      callback();
+    } catch (err) {
+      callback(err as Error);
+    }
+  }
+
+  private decodeChunk(compact: string): void {
+    if (compact.length === 0) return;
+    if (this.padding > 0) {
+      // After the data ended, a later chunk may only finish the padding ("…=" then "=").
+      if (this.padding + compact.length > MAX_PADDING || compact !== PAD.repeat(compact.length)) throw invalid();
+      this.padding += compact.length;
       return;
     }
-    let body = text;
-    const padding = /=+$/.exec(body);
-    if (padding !== null) {
-      // Padding ends the data: anything after it is an error (checked above on later chunks).
-      if (padding[0].length > 2) {
-        callback(invalid());
-        return;
-      }
-      body = body.slice(0, padding.index);
-      this.ended = true;
-    }
-    if (!BASE64_BODY.test(body) || (this.ended && body.length % 4 === 1)) {
-      callback(invalid());
-      return;
-    }
-    const whole = this.ended ? body.length : body.length - (body.length % 4);
+    const { body, padding } = splitPadding(this.pending + compact);
+    if (!BASE64_BODY.test(body) || (padding > 0 && body.length % 4 === 1)) throw invalid();
+    this.padding = padding;
+    const whole = padding > 0 ? body.length : body.length - (body.length % 4);
     this.pending = body.slice(whole);
     if (whole > 0) this.push(Buffer.from(body.slice(0, whole), 'base64'));
-    callback();
   }
 
   override _flush(callback: TransformCallback): void {

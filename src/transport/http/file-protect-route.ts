@@ -7,8 +7,9 @@ import busboy from 'busboy';
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
 import { parseJobRequest } from '../../engine/request.ts';
+import { scopeFor } from '../../identity/identity.ts';
 import type { Principal } from '../../identity/types.ts';
-import { authenticate, tokenFrom } from './authenticate.ts';
+import { authenticate } from './authenticate.ts';
 import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } from './exchange.ts';
 import { bodyEncodingHeader, dataSetTypeHeader, decodeUtf8, mediaType, sqlDialectHeader, type BodyEncoding } from './protect-headers.ts';
 import { checkDeclaredLength, tooLarge } from './read-body.ts';
@@ -32,7 +33,9 @@ interface FileRequest {
 
 export async function handleFileProtect(deps: HttpDeps, ex: Exchange): Promise<ProtectSummary> {
   const { req } = ex;
-  const needsToken = deps.config.http.requireTokenForFileProtect || tokenFrom(req) !== undefined;
+  // A token header sent anyway (even a blank one) is verified and authorized as usual, never ignored.
+  const tokenSent = req.headers['x-resource-token'] !== undefined || req.headers.authorization !== undefined;
+  const needsToken = deps.config.http.requireTokenForFileProtect || tokenSent;
   const principal = needsToken ? await authenticate(req, deps.identity) : undefined;
   ex.audit.clientId = principal?.clientId;
   const dataSetType = dataSetTypeHeader(req, 'LIST', ALL_TYPES);
@@ -107,6 +110,7 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
       );
       noteJob(ex, job);
       if (request.principal !== undefined) deps.identity.authorize(request.principal, job.jobType, job.manifestName);
+      else requireTokenUnlessProtectScope(job);
       const inline = Object.hasOwn(meta, 'dataSet') ? meta.dataSet : Object.hasOwn(meta, 'rawDataSet') ? meta.rawDataSet : undefined;
       if (inline !== undefined && inline !== null) metadataDataSet = inlineData(inline, job.dataSetType, encoding, maxFileBytes);
     };
@@ -241,6 +245,20 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
     });
     req.pipe(parser);
   });
+}
+
+/**
+ * With requireTokenForFileProtect off, a request without a token may only run the jobs of the
+ * 'protect' scope: recovering clear values (Reconstruct, Decrypt) always needs a verified token.
+ */
+function requireTokenUnlessProtectScope(job: JobSpec): void {
+  const needed = scopeFor(job.jobType);
+  if (needed !== 'protect') {
+    throw new DpgError(
+      'UNAUTHENTICATED',
+      `${job.jobType} needs a token with the '${needed}' scope: without a token /file/protect runs only protect-scope jobs`,
+    );
+  }
 }
 
 /** The data carried inside the metadata (small by construction: it came in a bounded part). */

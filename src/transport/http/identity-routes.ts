@@ -48,6 +48,8 @@ function sendOAuth(res: ServerResponse, ex: Exchange, response: TokenResponse, s
     Pragma: 'no-cache',
     'X-Request-Id': ex.requestId,
   };
+  // Refused before any secret was checked (too many under way): tell the client when to come back.
+  if (response.status === 503) headers['Retry-After'] = response.retryAfterSeconds;
   // RFC 6749 §5.2: a failed Basic authentication is answered with the scheme's challenge.
   if (response.status === 401 && /^Basic /i.test(ex.req.headers.authorization ?? '')) {
     headers['WWW-Authenticate'] = 'Basic realm="dpg", charset="UTF-8"';

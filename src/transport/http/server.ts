@@ -82,9 +82,8 @@ const routes: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
 /** Answers an error: problem+json before the first byte, a cut connection after it. Logs names only. */
 function reportFailure(deps: HttpDeps, ex: Exchange, error: DpgError): void {
   if (error.code === 'INTERNAL') {
-    const cause = error.cause as { name?: unknown; stack?: unknown } | undefined;
-    // The stack without its first line: a foreign message may quote payload data.
-    const frames = typeof cause?.stack === 'string' ? cause.stack.split('\n').slice(1, 8).join('\n') : undefined;
+    const cause = error.cause as { name?: unknown; message?: unknown; stack?: unknown } | undefined;
+    const frames = callsiteFrames(cause);
     deps.logger.error({ requestId: ex.requestId, errorName: typeof cause?.name === 'string' ? cause.name : 'unknown', frames }, 'internal error');
   }
   if (ex.res.headersSent) {
@@ -97,6 +96,30 @@ function reportFailure(deps: HttpDeps, ex: Exchange, error: DpgError): void {
     closeConnection: !ex.req.complete,
     headers: error.code === 'UNAUTHENTICATED' ? BEARER_CHALLENGE : undefined,
   });
+}
+
+/** How many callsite frames an internal error log line keeps. */
+const MAX_LOGGED_FRAMES = 7;
+const CALLSITE_FRAME = /^\s+at /;
+
+/**
+ * The callsite frames of a thrown value's stack, never its message: a foreign message may span
+ * several lines and quote payload data (even lines that look like frames). V8 writes the stack as
+ * `Name: message` then the frames, so the frames are read only after that exact header; a stack
+ * that does not start with it (message changed after the throw, custom stack) logs no frames.
+ */
+export function callsiteFrames(cause: { name?: unknown; message?: unknown; stack?: unknown } | undefined): string | undefined {
+  if (typeof cause?.stack !== 'string') return undefined;
+  const name = typeof cause.name === 'string' ? cause.name : 'Error';
+  const message = typeof cause.message === 'string' ? cause.message : '';
+  const header = message === '' ? name : `${name}: ${message}`;
+  if (!cause.stack.startsWith(`${header}\n`)) return undefined;
+  const frames = cause.stack
+    .slice(header.length + 1)
+    .split('\n')
+    .filter((line) => CALLSITE_FRAME.test(line))
+    .slice(0, MAX_LOGGED_FRAMES);
+  return frames.length === 0 ? undefined : frames.join('\n');
 }
 
 function pathOf(url: string | undefined): string {
