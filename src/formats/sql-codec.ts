@@ -4,6 +4,7 @@
 import { DpgError } from '../core/errors.ts';
 import type { Scalar } from '../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from './codec.ts';
+import type { SqlBinding } from './sql-bindings.ts';
 import { sqlDialect, type SqlDialect } from './sql-dialects.ts';
 import { decodeNumber, decodeString, encodeLiteral, styleOf } from './sql-literals.ts';
 import {
@@ -72,6 +73,7 @@ class ScriptProtector {
 
   statement(st: SqlStatement): void {
     this.checkReliable(st);
+    this.checkBindings(st);
     // Comparisons first: where a comparison sits inside a SET or VALUES expression, its own column wins.
     for (const cmp of st.comparisons) {
       const path = this.pathOf(st, cmp.column, undefined);
@@ -212,15 +214,63 @@ class ScriptProtector {
     return this.sql.slice(item.start, item.end);
   }
 
-  private applyItem(action: FieldAction, item: ValueItem, label: string): void {
+  private applyItem(action: FieldAction, item: ValueItem, column: string): void {
     if (item.literal !== undefined) {
-      if (!this.edited.has(item.literal.start)) this.applyOne(action, item.literal, literalValue(this.script, item.literal), label);
+      if (!this.edited.has(item.literal.start)) this.applyOne(action, item.literal, literalValue(this.script, item.literal), column);
       return;
     }
-    // An expression: its string literals are what can carry personal data.
-    for (const slot of item.inner) {
-      if (!this.edited.has(slot.start)) this.applyOne(action, slot, literalValue(this.script, slot), label);
+    // Protecting an expression's literals one by one leaks: masking CONCAT('123-45', '-6789') piecewise keeps most
+    // of the value, and the pieces of a deterministic cipher no longer match the whole. Refuse instead.
+    if (item.inner.length > 0) throw this.expressionRefused(`protected column ${column}`, 'an expression', item.start);
+  }
+
+  /**
+   * Refuses values that reach a protected column other than as one literal: an expression or subquery compared
+   * with it, a SELECT output named after it, or a literal read into it through a WITH or derived table.
+   */
+  private checkBindings(st: SqlStatement): void {
+    if (st.bindings.length === 0) return;
+    const tainted = new Set<string>();
+    /** How the binding reaches a protected column, for the message; undefined when it does not. */
+    const protectedColumn = (binding: SqlBinding): string | undefined => {
+      for (const column of binding.columns) {
+        const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
+        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${column}`;
+      }
+      for (const column of binding.columns) {
+        // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
+        if (column === '*') return 'a column the INSERT does not name';
+        if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${column}, which is read into a protected column`;
+      }
+      return undefined;
+    };
+    // A protected value that reads other columns makes them protected too, through any number of WITH/derived levels.
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const binding of st.bindings) {
+        if (protectedColumn(binding) === undefined) continue;
+        for (const read of binding.reads) {
+          if (!tainted.has(read)) {
+            tainted.add(read);
+            changed = true;
+          }
+        }
+      }
     }
+    for (const binding of st.bindings) {
+      if (!binding.literal) continue;
+      const column = protectedColumn(binding);
+      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    }
+  }
+
+  /** `target` names the column and how it is protected ("protected column ssn"); never a value. */
+  private expressionRefused(target: string, construct: string, offset: number): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} passes literal data to ${target} through ${construct}, where it cannot be ` +
+        'protected as one value; send the value as a single literal or a parameter',
+    );
   }
 
   private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {

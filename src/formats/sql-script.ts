@@ -4,6 +4,8 @@
 
 import { DpgError } from '../core/errors.ts';
 import type { SqlDialect } from './sql-dialects.ts';
+import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYMMETRIC_OPS } from './sql-ast.ts';
+import { collectBindings, type SqlBinding } from './sql-bindings.ts';
 import { parseSqlStatements, type SqlAst } from './sql-parser.ts';
 import { SourcePositions, tokenizeSql, type SqlToken } from './sql-tokenizer.ts';
 
@@ -34,7 +36,7 @@ export interface ValueItem {
   readonly end: number;
   /** Set when the whole item is one literal (`'x'`, `-5`, `NULL`, `DATE '2020-01-01'`). */
   readonly literal: LiteralSlot | undefined;
-  /** String literals inside an expression item (`CONCAT('a', b)`); empty for single literals. */
+  /** String and number literals inside an expression item (`CONCAT('a', b)`); empty for single literals. */
   readonly inner: readonly LiteralSlot[];
 }
 
@@ -99,6 +101,8 @@ export interface SqlStatement {
   readonly assignmentLists: readonly AssignmentList[];
   readonly comparisons: readonly Comparison[];
   readonly astComparisons: readonly AstComparison[];
+  /** Values bound to columns by the statement's structure rather than as one literal (see sql-bindings.ts). */
+  readonly bindings: readonly SqlBinding[];
   /** Where the token reading disagreed with the parser (shapes, counts); empty when they agree. */
   readonly mismatches: readonly string[];
 }
@@ -178,7 +182,6 @@ function splitStatements(tokens: readonly SqlToken[]): Segment[] {
 }
 
 const COMPARISON_OPS = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=', '<=>']);
-const SYMMETRIC_OPS = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=', '<=>']);
 const WORD_OPS = new Set(['LIKE', 'ILIKE', 'IN', 'BETWEEN']);
 /** Tokens that bind tighter than a comparison: a column or literal next to one is part of a larger operand. */
 const TIGHTER_OPS = new Set(['+', '-', '*', '/', '%', '||', '&', '|', '^', '~', '<<', '>>', '->', '->>', '#>', '#>>', '::', '!']);
@@ -187,21 +190,6 @@ const TYPED_LITERAL_WORDS = new Set(['DATE', 'TIME', 'TIMESTAMP', 'DATETIME']);
 const NOT_COLUMNS = new Set(['NULL', 'TRUE', 'FALSE', 'END', 'THEN', 'ELSE', 'CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP', 'ALL', 'ANY', 'SOME', 'EXISTS']);
 const ASSIGNMENT_LIST_END = new Set(['WHERE', 'FROM', 'RETURNING', 'OUTPUT', 'ORDER', 'LIMIT', 'OPTION']);
 const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'RETURNING', 'WINDOW', 'QUALIFY']);
-const AST_STRING_TYPES = new Set([
-  'single_quote_string',
-  'natural_string',
-  'var_string',
-  'string',
-  'regex_string',
-  'hex_string',
-  'full_hex_string',
-  'bit_string',
-  'date',
-  'time',
-  'timestamp',
-  'datetime',
-]);
-const AST_COMPARISON_OPS = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=', '<=>', 'LIKE', 'NOT LIKE', 'ILIKE', 'NOT ILIKE', 'IN', 'NOT IN', 'BETWEEN', 'NOT BETWEEN']);
 
 /** Reads statements of one script; holds the per-token depth and bracket matching. */
 class StatementReader {
@@ -278,10 +266,11 @@ class StatementReader {
     const comparisons = this.readComparisons(seg, assignmentEquals);
     const astComparisons: AstComparison[] = [];
     collectAstComparisons(ast, this.dialect, astComparisons, 0);
+    const bindings = collectBindings(ast, this.dialect);
 
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
-    return { type, start, end, tables, defaultTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, mismatches };
+    return { type, start, end, tables, defaultTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -352,7 +341,7 @@ class StatementReader {
           let to = from;
           const listDepth = this.depth[s];
           while (to < seg.end && this.depth[to] >= listDepth && !(this.depth[to] === listDepth && this.tokens[to].kind === 'word' && SELECT_LIST_END.has(this.tokens[to].text))) to++;
-          rows.push(this.splitList(from, to, listDepth).map(([a, b]) => this.valueItem(a, b)));
+          rows.push(this.splitList(from, to, listDepth).map(([a, b]) => this.selectItem(a, b)));
         }
         break;
       }
@@ -452,17 +441,28 @@ class StatementReader {
     return undefined;
   }
 
-  private valueItem(a: number, b: number): ValueItem {
+  private valueItem(a: number, b: number, valueEnd = b): ValueItem {
     const start = a < b ? this.tokens[a].start : 0;
     const end = a < b ? this.tokens[b - 1].end : 0;
-    const single = this.literalAt(a, b);
-    if (single !== undefined && single[1] === b) return { start, end, literal: single[0], inner: [] };
+    const single = this.literalAt(a, valueEnd);
+    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [] };
     const inner: LiteralSlot[] = [];
     for (let i = a; i < b; i++) {
       const t = this.tokens[i];
-      if (t.kind === 'string') inner.push({ start: t.start, end: t.end, token: t, kind: 'string', negative: false });
+      if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
     }
     return { start, end, literal: undefined, inner };
+  }
+
+  /** An INSERT … SELECT list item: a value, possibly followed by `[AS] alias` (kept in the item's span). */
+  private selectItem(a: number, b: number): ValueItem {
+    const last = this.tokens[b - 1];
+    if (b - a >= 2 && (last.kind === 'ident' || last.kind === 'word')) {
+      const valueEnd = this.isWord(b - 2, 'AS') ? b - 2 : b - 1;
+      const single = this.literalAt(a, valueEnd);
+      if (single !== undefined && single[1] === valueEnd) return this.valueItem(a, b, valueEnd);
+    }
+    return this.valueItem(a, b);
   }
 
   /** Tokens [a, b) form a column reference: name or qualified.name. */
@@ -597,24 +597,8 @@ export function tokenLiteralKey(sql: string, slot: LiteralSlot): string {
   }
 }
 
-function record(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
-
 function astSetList(value: unknown): unknown[] | undefined {
   return Array.isArray(value) ? value : undefined;
-}
-
-/** A column name from the tree's many shapes: 'a', {value:'a'}, {column:'a'}, {column:{expr:{value:'a'}}}. */
-function columnNameOf(node: unknown): string | undefined {
-  if (typeof node === 'string') return node;
-  const r = record(node);
-  if (r === undefined) return undefined;
-  if (typeof r.column === 'string') return r.column;
-  if (r.column !== undefined) return columnNameOf(r.column);
-  if (r.expr !== undefined) return columnNameOf(r.expr);
-  if (typeof r.value === 'string') return r.value;
-  return undefined;
 }
 
 function firstTableName(value: unknown): string | undefined {
@@ -636,37 +620,6 @@ function tableMap(ast: SqlAst): Map<string, string> {
     }
   }
   return map;
-}
-
-/** The tree's literal as a key comparable with tokenLiteralKey; undefined when not a plain literal. */
-function astLiteralKey(node: unknown, dialect: SqlDialect): string | undefined {
-  const r = record(node);
-  if (r === undefined || typeof r.type !== 'string') return undefined;
-  const type = r.type;
-  if (type === 'null') return 'null';
-  if (type === 'bool' || type === 'boolean') return 'bool:' + String(r.value).toUpperCase();
-  if (type === 'number' || type === 'bigint') return 'n:' + String(Number(r.value));
-  if (type === 'double_quote_string') return dialect.doubleQuoteIsString ? 's' : undefined;
-  if (AST_STRING_TYPES.has(type)) return 's';
-  // PostgreSQL E'…' and $$…$$ come back in odd shapes.
-  if (type === 'default' && typeof r.value === 'string' && /^[eE]'/.test(r.value)) return 's';
-  if (type === 'var' && typeof r.prefix === 'string' && r.prefix.startsWith('$')) return 's';
-  return undefined;
-}
-
-/** A column side of a comparison in the tree: a column_ref, or "x" where "…" quotes identifiers. */
-function astColumn(node: unknown, dialect: SqlDialect): { column: string; qualifier: string | undefined } | undefined {
-  const r = record(node);
-  if (r === undefined) return undefined;
-  if (r.type === 'column_ref') {
-    const column = columnNameOf(r.column);
-    if (column === undefined || column === '*') return undefined;
-    return { column, qualifier: typeof r.table === 'string' ? r.table : undefined };
-  }
-  if (r.type === 'double_quote_string' && !dialect.doubleQuoteIsString && typeof r.value === 'string') {
-    return { column: r.value, qualifier: undefined };
-  }
-  return undefined;
 }
 
 /** Every comparison of a column with literals anywhere in the tree (subqueries included). */

@@ -130,17 +130,17 @@ describe('sqlCodec protect', () => {
     assert.equal(protectSql("UPDATE t SET email = 'a@b' WHERE email = 'c'", nuller, {}), 'UPDATE t SET email = NULL WHERE email = NULL');
   });
 
-  it('protects string literals inside expressions and comparisons nested in AND/OR/NOT', () => {
+  it('protects comparisons nested in AND/OR/NOT; expressions without literals pass', () => {
     assert.equal(
-      protectSql("UPDATE t SET name = CONCAT('ab', last) WHERE NOT (email = 'xy' OR (ssn <> '12' AND email LIKE 'q%'))", rev, {}),
-      "UPDATE t SET name = CONCAT('ba', last) WHERE NOT (email = 'yx' OR (ssn <> '21' AND email LIKE '%q'))",
+      protectSql("UPDATE t SET name = CONCAT(first, last) WHERE NOT (email = 'xy' OR (ssn <> '12' AND email LIKE 'q%'))", rev, {}),
+      "UPDATE t SET name = CONCAT(first, last) WHERE NOT (email = 'yx' OR (ssn <> '21' AND email LIKE '%q'))",
     );
   });
 
   it('binds literals on either side, qualified columns, and leaves arithmetic operands alone', () => {
     assert.equal(
-      protectSql("SELECT * FROM users u JOIN x ON u.id = x.id WHERE 'ab' = u.name AND x.email >= 'cd' AND id + name = 'ef'", rev, {}),
-      "SELECT * FROM users u JOIN x ON u.id = x.id WHERE 'ba' = u.name AND x.email >= 'dc' AND id + name = 'ef'",
+      protectSql("SELECT * FROM users u JOIN x ON u.id = x.id WHERE 'ab' = u.name AND x.email >= 'cd' AND id + other = 'ef'", rev, {}),
+      "SELECT * FROM users u JOIN x ON u.id = x.id WHERE 'ba' = u.name AND x.email >= 'dc' AND id + other = 'ef'",
     );
   });
 
@@ -277,5 +277,88 @@ describe('flattenSql', () => {
     const flat = flattenSql(`INSERT INTO "a" (x) VALUES (-1.50); INSERT INTO b (y, x) VALUES ('q', NOW())`, { sqlDialect: 'postgresql' });
     assert.deepEqual(flat.columns, ['_table', 'x', 'y']);
     assert.deepEqual([...flat.rows], [['a', '-1.50', ''], ['b', 'NOW()', 'q']]);
+  });
+});
+
+// The default `customer` manifest's ssn rule: Mask keepLast 4, digits only.
+const maskKeepLast4 = action((v) => (v === null ? null : String(v).replace(/\d(?=(?:\D*\d){4})/g, '*')));
+
+describe('sqlCodec refuses literals it cannot protect as one value (security review)', () => {
+  const masked = resolverOf({ ssn: maskKeepLast4 });
+  const removed = resolverOf({ ssn: restrict });
+  const refused = (sql: string, r: FieldResolver = masked, dialect?: string): DpgError =>
+    expectError(() => protectSql(sql, r, { sqlDialect: dialect }), 'MALFORMED_DATA_SET', ['123', '45', '6789', '4111']);
+
+  it('finding 1: an expression bound to a protected column is refused, not masked piece by piece', () => {
+    // Before: CONCAT('*23-45','-6789') — most of the SSN left in clear.
+    const err = refused("INSERT INTO customer (id, ssn) VALUES (1, CONCAT('123-45','-6789'))");
+    assert.match(err.message, /1:43 .*protected column ssn through an expression/);
+    refused("INSERT INTO customer (id, ssn) VALUES (1, '123-45-6789'), (2, CONCAT('123', '-45-6789'))");
+    refused("UPDATE customer SET ssn = CONCAT('123-45', '-6789') WHERE id = 1");
+    refused('UPDATE customer SET ssn = 4111111111111111 + 0 WHERE id = 1');
+    refused("INSERT INTO customer (id) VALUES (1) ON DUPLICATE KEY UPDATE ssn = CONCAT('123-45', '-6789')");
+    refused("SELECT * FROM customer WHERE ssn = CONCAT('123-45','-6789')");
+    refused("SELECT * FROM customer WHERE CONCAT('123-45','-6789') = ssn");
+    refused("SELECT * FROM customer WHERE ssn IN ('1', CONCAT('123-45','-6789'))");
+    refused("SELECT * FROM customer WHERE ssn = '123-45' || '-6789'", masked, 'postgresql');
+    refused("SELECT * FROM customer WHERE ssn = CAST('123-45-6789' AS CHAR)");
+    // A function of the column compared with a literal binds that literal to the column too.
+    refused("SELECT * FROM customer WHERE LOWER(ssn) = '123-45-6789'");
+  });
+
+  it('finding 1: single literals, NULL, parameters and column references still pass; Restrict still removes', () => {
+    assert.equal(
+      protectSql("INSERT INTO customer (id, ssn) VALUES (1, '123-45-6789'), (2, ?), (3, NULL), (4, other), (5, NOW())", masked, {}),
+      "INSERT INTO customer (id, ssn) VALUES (1, '***-**-6789'), (2, ?), (3, NULL), (4, other), (5, NOW())",
+    );
+    assert.equal(
+      protectSql("SELECT * FROM customer WHERE ssn = ? AND ssn = :p AND ssn = other AND ssn IN ('123-45-6789') AND name = CONCAT('a', 'b')", masked, {}),
+      "SELECT * FROM customer WHERE ssn = ? AND ssn = :p AND ssn = other AND ssn IN ('***-**-6789') AND name = CONCAT('a', 'b')",
+    );
+    assert.equal(
+      protectSql("SELECT * FROM t WHERE ssn = '123-45-6789'::text AND ssn = $1", masked, { sqlDialect: 'postgresql' }),
+      "SELECT * FROM t WHERE ssn = '***-**-6789'::text AND ssn = $1",
+    );
+    assert.equal(protectSql("INSERT INTO customer (id, ssn) VALUES (1, CONCAT('123-45','-6789'))", removed, {}), 'INSERT INTO customer (id) VALUES (1)');
+    assert.equal(protectSql("UPDATE customer SET id = 2, ssn = CONCAT('123-45', '-6789') WHERE id = 1", removed, {}), 'UPDATE customer SET id = 2 WHERE id = 1');
+    // In a comparison, Restrict cannot stand NULL in for an expression without risking a wider match: refused.
+    refused("DELETE FROM customer WHERE ssn = CONCAT('123-45','-6789')", removed);
+  });
+
+  it('finding 2: subqueries, SELECT aliases and INSERT … SELECT are protected or refused', () => {
+    for (const r of [masked, removed]) {
+      refused("SELECT * FROM customer WHERE ssn IN (SELECT '123-45-6789')", r);
+      refused("SELECT * FROM customer WHERE ssn = (SELECT '123-45-6789')", r);
+      refused("SELECT '123-45-6789' AS ssn", r);
+      refused("SELECT '123-45-6789' ssn", r);
+      refused("SELECT 'x' AS ssn UNION SELECT '123-45-6789'", r);
+      refused("SELECT x AS ssn FROM (SELECT '123-45-6789' AS x) s", r);
+      refused("SELECT * FROM customer WHERE ssn IN (SELECT x FROM (SELECT '123-45-6789' AS x) s)", r);
+      refused("WITH c(ssn) AS (SELECT '123-45-6789') SELECT * FROM c", r, 'postgresql');
+      refused("SELECT * FROM (VALUES ('123-45-6789')) AS v(ssn)", r, 'postgresql');
+      refused("INSERT INTO customer (id, ssn) SELECT id, x FROM (SELECT 1 AS id, '123-45-6789' AS x) s", r);
+      refused("UPDATE customer SET ssn = s.x FROM (SELECT '123-45-6789' AS x) s WHERE customer.id = 1", r, 'postgresql');
+    }
+    refused("INSERT INTO customer (id, ssn) SELECT 1, CONCAT('123-45', '-6789')");
+    // Without a column list the target of a literal is unknown.
+    refused("INSERT INTO customer SELECT x FROM (SELECT '123-45-6789' AS x) s");
+    // INSERT … SELECT literals are bound by position and protected, an alias included.
+    assert.equal(
+      protectSql("INSERT INTO customer (id, ssn) SELECT 1, '123-45-6789' AS ssn UNION SELECT 2, '987-65-4321'", masked, {}),
+      "INSERT INTO customer (id, ssn) SELECT 1, '***-**-6789' AS ssn UNION SELECT 2, '***-**-4321'",
+    );
+    assert.equal(protectSql("INSERT INTO customer (id, ssn) SELECT 1, '123-45-6789'", removed, {}), 'INSERT INTO customer (id) SELECT 1');
+  });
+
+  it('finding 2: queries that bind no literal to a protected column pass untouched', () => {
+    for (const sql of [
+      'SELECT * FROM customer WHERE ssn IN (SELECT ssn FROM blocked WHERE active = 1)',
+      "SELECT 1 AS id, 'x' AS note UNION SELECT 2, 'y'",
+      'INSERT INTO customer (id, ssn) SELECT id, ssn FROM other WHERE id = 5',
+      'SELECT COUNT(*) AS n FROM customer WHERE id = 5 GROUP BY ssn HAVING COUNT(*) > 1',
+      "SELECT ssn, CONCAT(name, '!') AS greeting FROM customer",
+    ]) {
+      assert.equal(protectSql(sql, masked, {}), sql);
+    }
   });
 });
