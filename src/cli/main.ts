@@ -21,8 +21,9 @@ Usage:
       Protects a payload from FILE (or stdin) and writes the result to stdout.
   dpg validate [--config FILE]
       Checks the config, the keyring and every manifest; prints each problem with file and line.
-  dpg hash-secret [SECRET|-]
-      Prints the hash to put in the config for a client secret or API key (reads stdin when - or absent).
+  dpg hash-secret [-]
+      Reads a client secret or API key from stdin and prints the hash to put in the config
+      (never as an argument: arguments end up in shell history and process listings).
   dpg --help
 
 Environment: DPG_CONFIG, DPG_DATA_DIR, DPG_HTTP_ADDR, DPG_GRPC_ADDR, DPG_PROXY_ADDR, DPG_LOG_LEVEL.
@@ -203,8 +204,10 @@ function validateCommand(args: readonly string[], io: CliIo): number {
 
 async function hashSecretCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { positionals } = parse(args, {});
-  let secret = positionals[0];
-  if (secret === undefined || secret === '-') secret = (await readInput('-', io)).replace(/\r?\n$/, '');
+  if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== '-')) {
+    throw new UsageError('hash-secret reads the secret from stdin, not from an argument (shell history keeps arguments)');
+  }
+  const secret = (await readInput('-', io)).replace(/\r?\n$/, '');
   if (!secret) throw new UsageError('an empty secret cannot be hashed');
   const { hashSecret } = await import('../identity/secret-hash.ts');
   io.stdout.write(`${hashSecret(secret)}\n`);

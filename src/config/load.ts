@@ -220,10 +220,25 @@ class SectionReader {
       tokenTtlSeconds: f ? this.int(f.tokenTtlSeconds, 900, 30, 86_400) : 900,
       signingKeyDir: signingKeyDir ? resolve(this.base, signingKeyDir) : resolve(dataDir, 'identity'),
       signingKeyRotationSeconds: f ? this.int(f.signingKeyRotationSeconds, 7 * 86_400, 60) : 7 * 86_400,
-      ...(f?.trustedJwksUrl.present ? { trustedJwksUrl: f.trustedJwksUrl.string() } : {}),
+      ...(f?.trustedJwksUrl.present ? { trustedJwksUrl: this.jwksUrl(f.trustedJwksUrl) } : {}),
       apiKeys,
       clients,
     };
+  }
+
+  /** Signing keys fetched in clear could be swapped on the way: https only (http on loopback for tests). */
+  private jwksUrl(v: YamlValue): string | undefined {
+    const text = v.string();
+    if (text === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      return v.problem('must be a URL');
+    }
+    const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) return v.problem('must be an https:// URL');
+    return text;
   }
 
   keys(v: YamlValue | undefined): KeysConfig {
@@ -254,11 +269,12 @@ class SectionReader {
   }
 
   limits(v: YamlValue | undefined): LimitsConfig {
-    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength'] as const);
+    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength', 'maxDocumentBytes'] as const);
     return {
       maxDepth: f ? this.int(f.maxDepth, 256, 1, 10_000) : 256,
       maxRows: f ? this.int(f.maxRows, 1_000_000, 1) : 1_000_000,
       maxValueLength: f ? this.int(f.maxValueLength, MiB, 1) : MiB,
+      maxDocumentBytes: f ? this.int(f.maxDocumentBytes, 64 * MiB, 1) : 64 * MiB,
     };
   }
 

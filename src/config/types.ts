@@ -147,6 +147,11 @@ export interface LimitsConfig {
   readonly maxRows: number;
   /** Max length of one value in characters. Default 1 MiB. */
   readonly maxValueLength: number;
+  /**
+   * Max bytes of a document that has to be held whole: XML and SQL on /file/protect (LIST and JSON
+   * arrays stream). Default 64 MiB.
+   */
+  readonly maxDocumentBytes: number;
 }
 
 export interface LoggingConfig {

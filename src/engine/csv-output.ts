@@ -4,6 +4,7 @@
 
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { DpgError } from '../core/errors.ts';
 import type { JobSpec, ProtectSummary } from '../core/types.ts';
 import type { Codecs } from '../formats/registry.ts';
 import { createFlatTableCsvStream } from '../formats/csv-writer.ts';
@@ -14,11 +15,22 @@ import type { Engine } from './types.ts';
 
 export interface CsvOutputLimits {
   readonly maxDepth: number;
+  readonly maxDocumentBytes: number;
 }
 
-async function readAll(input: Readable): Promise<string> {
+/** Reads a document that has to be held whole, refusing it as soon as it passes the limit. */
+async function readAll(input: Readable, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of input) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  let size = 0;
+  for await (const chunk of input) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buf.length;
+    if (size > limit) {
+      input.destroy();
+      throw new DpgError('PAYLOAD_TOO_LARGE', `This data type is protected in memory: at most ${limit} bytes`);
+    }
+    chunks.push(buf);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -90,7 +102,7 @@ export function protectToCsv(
 
   const output = deferred(async () => {
     try {
-      const text = await readAll(input);
+      const text = await readAll(input, limits.maxDocumentBytes);
       const options = { sqlDialect: job.context.sqlDialect };
       const protectedText = codecs.documents[type].protect(text, prepared.resolver, options);
       settle.resolve(prepared.finish());

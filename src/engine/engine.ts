@@ -11,6 +11,7 @@ import { loadManifestDir } from '../manifest/load.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
+import { parseJsonText, protectJsonValue } from '../formats/json.ts';
 import { protectToCsv } from './csv-output.ts';
 import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
 
@@ -18,6 +19,8 @@ export interface EngineLimits {
   readonly maxDepth: number;
   readonly maxValueLength: number;
   readonly maxRows: number;
+  /** Documents held whole for CSV output (XML, SQL). */
+  readonly maxDocumentBytes: number;
 }
 
 export interface EngineOptions {
@@ -29,7 +32,7 @@ export interface EngineOptions {
   readonly now?: () => Date;
 }
 
-const DEFAULT_LIMITS: EngineLimits = { maxDepth: 256, maxValueLength: 1024 * 1024, maxRows: 1_000_000 };
+const DEFAULT_LIMITS: EngineLimits = { maxDepth: 256, maxValueLength: 1024 * 1024, maxRows: 1_000_000, maxDocumentBytes: 64 * 1024 * 1024 };
 
 export class ProtectionEngine implements Engine {
   private manifests: ReadonlyMap<string, CompiledManifest>;
@@ -73,7 +76,7 @@ export class ProtectionEngine implements Engine {
 
   prepare(job: JobSpec): PreparedJob {
     const manifest = this.manifests.get(job.manifestName);
-    if (!manifest) throw new DpgError('MANIFEST_NOT_FOUND', `No manifest named ${JSON.stringify(job.manifestName.slice(0, 128))}`);
+    if (!manifest) throw new DpgError('MANIFEST_NOT_FOUND', 'No manifest has the requested name');
     return bindJob(manifest, job, { keys: this.keys, limits: this.limits, now: this.now });
   }
 
@@ -98,20 +101,30 @@ export class ProtectionEngine implements Engine {
     }
     const prepared = this.prepare(job);
     const out = rows.map((row) => row.slice());
+    const standIn = job.context.useRestrictedText ? (job.context.restrictedText ?? '') : '';
+    // Labels are matched like LIST headers: surrounding spaces do not hide a column from its rule.
+    const actions = labels.map((label) => prepared.resolver.resolve(label.trim(), label.trim()));
     if (cellType === 'JSON') {
-      const codec = this.codecs.documents.JSON;
-      for (let r = 0; r < out.length; r++) {
-        for (let c = 0; c < labels.length; c++) {
-          // Each cell is a document of its own; its fields are matched by the manifest's rules.
-          out[r]![c] = codec.protect(out[r]![c]!, prepared.resolver, {}) as string;
+      for (let c = 0; c < labels.length; c++) {
+        const action = actions[c];
+        for (let r = 0; r < out.length; r++) {
+          const cell = out[r]![c]!;
+          if (cell === '') continue; // an unset cell holds no document
+          // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
+          if (action?.removes(cell)) {
+            out[r]![c] = standIn;
+            continue;
+          }
+          // Each cell is a JSON document; its fields are matched by the manifest's rules, and a
+          // label with a rule of its own covers the whole document, as a matched key would.
+          out[r]![c] = JSON.stringify(protectJsonValue(parseCell(cell, r, labels[c]!), prepared.resolver, this.limits, action));
         }
       }
     } else {
-      const standIn = job.context.useRestrictedText ? (job.context.restrictedText ?? '') : '';
       const column: Scalar[] = new Array(out.length);
       for (let c = 0; c < labels.length; c++) {
         const label = labels[c]!;
-        const action = prepared.resolver.resolve(label, label);
+        const action = actions[c];
         if (!action) continue;
         for (let r = 0; r < out.length; r++) column[r] = out[r]![c]!;
         // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
@@ -129,6 +142,14 @@ export class ProtectionEngine implements Engine {
 
   protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {
     return protectToCsv(this, this.codecs, this.limits, job, input);
+  }
+}
+
+function parseCell(cell: string, row: number, label: string): unknown {
+  try {
+    return parseJsonText(cell);
+  } catch (err) {
+    throw new DpgError('MALFORMED_DATA_SET', `Row ${row}, column ${label}: ${(err as Error).message}`);
   }
 }
 

@@ -61,10 +61,13 @@ class JsonWalker {
     this.usesPaths = resolver.usesPaths;
   }
 
-  /** Protects the root; returns the (possibly replaced) root value. */
-  run(root: unknown): unknown {
-    if (root === null || typeof root !== 'object') return root;
-    this.visit(root as object, undefined, 1);
+  /**
+   * Protects the root; returns the (possibly replaced) root value. `inherited` applies to the
+   * whole document (a gRPC JSON cell under a matched label), like a matched key's value.
+   */
+  run(root: unknown, inherited?: FieldAction): unknown {
+    if (root === null || typeof root !== 'object') return inherited ? inherited.apply(root as Scalar, '$') : root;
+    this.visit(root as object, inherited, 1);
     return root;
   }
 
@@ -118,9 +121,17 @@ class JsonWalker {
   }
 }
 
-/** Protects a parsed JSON value in place (the doors hand over values they parsed themselves). */
-export function protectJsonValue(value: unknown, resolver: FieldResolver, limits: JsonLimits = DEFAULT_LIMITS): unknown {
-  return new JsonWalker(resolver, limits).run(value);
+/**
+ * Protects a parsed JSON value in place (the doors hand over values they parsed themselves).
+ * With `inherited`, every scalar of the document gets that action unless a key has its own rule.
+ */
+export function protectJsonValue(
+  value: unknown,
+  resolver: FieldResolver,
+  limits: JsonLimits = DEFAULT_LIMITS,
+  inherited?: FieldAction,
+): unknown {
+  return new JsonWalker(resolver, limits).run(value, inherited);
 }
 
 export function createJsonCodec(limits: JsonLimits = DEFAULT_LIMITS): DocumentCodec {

@@ -99,5 +99,9 @@ describe('dpg CLI', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^scrypt\$/);
     assert.ok(!r.stdout.includes('s3cret'));
+    const refused = dpg(['hash-secret', 's3cret']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /stdin/);
+    assert.ok(!refused.stderr.includes('s3cret'));
   });
 });

@@ -187,3 +187,45 @@ describe('engine reload', () => {
     assert.deepEqual(e.manifestNames(), ['m', 'n']);
   });
 });
+
+describe('engine tabular rows', () => {
+  it('FILE cells: labels trimmed like LIST headers, Restrict leaves the stand-in', () => {
+    const res = engine.protectRows(job('customer', 'Mask', {}, 'LIST'), [' ssn ', 'note'], [['123-45-6789', 'x']], 'FILE');
+    assert.deepEqual(res.rows, [['***-**-6789', 'x']]);
+    const r = engine.protectRows(job('customer', 'Restrict', { useRestrictedText: true, restrictedText: '[gone]' }, 'LIST'), ['ssn', 'salary'], [['123-45-6789', '']], 'FILE');
+    assert.deepEqual(r.rows, [['[gone]', '']]);
+  });
+
+  it('JSON cells: fields matched inside, and a matched label covers the whole document', () => {
+    const res = engine.protectRows(
+      job('customer', 'Mask', {}, 'JSON'),
+      ['doc', 'ssn', 'ssn2'],
+      [['{"cardNumber":"4111111111111111","x":1}', '"123-45-6789"', '']],
+      'JSON',
+    );
+    assert.deepEqual(res.rows[0]![0], '{"cardNumber":"************1111","x":1}');
+    assert.deepEqual(res.rows[0]![1], '"***-**-6789"');
+    assert.deepEqual(res.rows[0]![2], '');
+    const nested = engine.protectRows(job('customer', 'Mask', {}, 'JSON'), ['ssn'], [['{"v":"123-45-6789"}']], 'JSON');
+    assert.deepEqual(nested.rows[0]![0], '{"v":"***-**-6789"}');
+    assert.throws(
+      () => engine.protectRows(job('customer', 'Mask', {}, 'JSON'), ['doc'], [['{"cardNumber": 4111111111111111']], 'JSON'),
+      (e: unknown) => e instanceof DpgError && e.code === 'MALFORMED_DATA_SET' && /Row 0, column doc/.test(e.message) && !e.message.includes('4111'),
+    );
+  });
+});
+
+describe('engine CSV output', () => {
+  it('refuses an XML/SQL document over maxDocumentBytes before protecting anything', async () => {
+    const { Readable } = await import('node:stream');
+    const { createEngine } = await import('../../src/engine/engine.ts');
+    const { testKeyring, DEFAULT_MANIFESTS } = await import('../helpers/engine.ts');
+    const small = createEngine({ manifestsDir: DEFAULT_MANIFESTS, keyring: testKeyring(), limits: { maxDocumentBytes: 64 } });
+    const xml = `<r><name>${'x'.repeat(200)}</name></r>`;
+    const { output, summary } = small.protectToCsv(job('customer', 'Mask', {}, 'XML'), Readable.from([Buffer.from(xml)]));
+    await assert.rejects(async () => {
+      for await (const _ of output) void _;
+    }, (e: unknown) => e instanceof DpgError && e.code === 'PAYLOAD_TOO_LARGE');
+    await assert.rejects(summary, (e: unknown) => e instanceof DpgError && e.code === 'PAYLOAD_TOO_LARGE');
+  });
+});

@@ -32,7 +32,7 @@ export function gatewayConfig(dataDir: string, grpc: Partial<GrpcConfig> = {}, l
     keys: { source: 'generated' },
     manifests: join(dataDir, 'manifests'),
     proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
-    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, ...limits },
+    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, maxDocumentBytes: 64 * 1024 * 1024, ...limits },
     logging: { level: 'info' },
   };
 }
