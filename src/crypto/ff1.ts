@@ -11,6 +11,7 @@ export const ff1Errors = {
   tooShort: 'FF1: value too short (radix^length must be at least 1,000,000)',
   tooLong: 'FF1: value too long',
   numeral: 'FF1: numeral outside the radix',
+  packed: 'FF1: packed value outside its numerals array',
 } as const;
 
 /**
@@ -37,8 +38,13 @@ export function ff1MinLength(radix: number): number {
 // Halves up to this size use double arithmetic: NUM(B) fits in 6 bytes and every Horner step
 // (r < 2^45) * 256 + 255 stays below 2^53.
 const FAST_DOMAIN_LIMIT = 2 ** 45;
-// With 16-bit limbs the Horner step needs M * 65536 <= 2^53.
-const LIMB16_DOMAIN_LIMIT = 2 ** 37;
+// Horner steps reduce with modExact, which needs step + m <= 2^53: with 16-bit limbs the step is
+// below m * 65536, so m * 65537 <= 2^53; with bytes m * 257 <= 2^53. Larger m falls back to `%`.
+const LIMB16_DOMAIN_LIMIT = Math.floor(2 ** 53 / 65537);
+const BYTE_STEP_LIMIT = Math.floor(2 ** 53 / 257);
+const TWO_32 = 4294967296;
+// encryptNumbers: radix^length up to 2^52 keeps value + radix^v below 2^53 (see #runNumbers).
+const MAX_NUMBER_DOMAIN = 2 ** 52;
 // Values processed per AES call in a batch; bounds the scratch memory of huge batches.
 const CHUNK = 4096;
 
@@ -54,21 +60,104 @@ interface LengthPlan {
   /** Doubles are exact for both halves. */
   readonly fast: boolean;
   readonly limb16: boolean;
+  /** Byte steps may use modExact (else the slower floating `%`). */
+  readonly byteExact: boolean;
+  /** radix^n <= 2^52: values may go through encryptNumbers. */
+  readonly numbers: boolean;
   readonly mu: number;
   readonly mv: number;
   readonly muBig: bigint;
   readonly mvBig: bigint;
-  /** Offset of [i] inside the blocks that vary per round (the last `tailBlocks` of Q). */
-  iOffset: number;
-  tailBlocks: number;
-  /** Tweak-dependent state for the last tweak seen (tweaks are nearly always constant per field). */
-  tweak: Uint8Array | undefined;
+  /**
+   * Offset of [i] inside the blocks that vary per round (the last `tailBlocks` of Q). Padding puts
+   * [i] || NUM(B) at the end of Q, so both depend on b only, never on the tweak.
+   */
+  readonly iOffset: number;
+  readonly tailBlocks: number;
+  /** Tweak states seen recently, keyed by the tweak's bytes (a field has one tweak per class layout). */
+  readonly tweaks: Map<string, TweakState>;
+}
+
+/** Everything about one (length, tweak) pair that does not depend on the values. */
+interface TweakState {
   /** CBC-MAC state after P and the constant blocks of Q. */
-  prefix: Uint8Array;
+  readonly prefix: Uint8Array;
   /** The varying blocks of Q with [i] = 0 and NUM(B) = 0: tweak tail and zero padding. */
-  tail: Uint8Array;
+  readonly tail: Uint8Array;
   /** Fast path: for each round i, prefix XOR tail with [i] set (one block each), as 32-bit words. */
-  roundBase: Int32Array;
+  readonly roundBase: Int32Array;
+}
+
+/** Tweak states kept per length; beyond this the cache restarts (recomputing one costs a few AES blocks). */
+const MAX_TWEAK_STATES = 256;
+
+/**
+ * x mod m for integers with x + m <= 2^53, given inverse = 1 / m, without the floating `%` (a slow
+ * library call in V8) or a division. floor(x * inverse) is off by at most one either way (its
+ * relative error is about 2^-52 and the quotient is below 2^53 / m), and q * m <= x + m stays exact,
+ * so one correction step gives the exact remainder.
+ */
+function modExact(x: number, m: number, inverse: number): number {
+  const r = x - Math.floor(x * inverse) * m;
+  return r < 0 ? r + m : r >= m ? r - m : r;
+}
+
+/** Writes x (an integer below 2^45) as its last `b` big-endian bytes XORed into out[..end]. */
+function xorBigEndian(x: number, out: Uint8Array, end: number, b: number): void {
+  const high = Math.floor(x / TWO_32);
+  let low = x - high * TWO_32;
+  let k = end;
+  const stop = end - b;
+  for (let t = 0; t < 4 && k > stop; t++, k--) {
+    out[k] ^= low & 255;
+    low >>>= 8;
+  }
+  for (let h = high; k > stop; k--) {
+    out[k] ^= h & 255;
+    h >>>= 8;
+  }
+}
+
+/**
+ * Writes x (an integer below 2^45) as numerals out[from..to) in radix, most significant first.
+ * `shift` is log2(radix) for a power-of-two radix (radix 2 carries every mixed-class value), else 0.
+ */
+function writeNumerals(x: number, radix: number, inverse: number, shift: number, out: Uint16Array, from: number, to: number): void {
+  let k = to - 1;
+  if (shift > 0) {
+    // Power of two: digits are bit fields; the part above 2^32 goes through doubles first.
+    const mask = radix - 1;
+    const high = Math.floor(x / TWO_32);
+    let low = x - high * TWO_32;
+    let bits = 32;
+    while (k >= from && bits >= shift) {
+      out[k--] = low & mask;
+      low >>>= shift;
+      bits -= shift;
+    }
+    if (k < from) return;
+    // Combine the leftover low bits with the high word (below 2^13) and go on with shifts.
+    let rest = (high << bits) | low;
+    for (; k >= from; k--) {
+      out[k] = rest & mask;
+      rest >>>= shift;
+    }
+    return;
+  }
+  for (; k >= from; k--) {
+    // As in modExact, the quotient is off by at most one: x + radix <= 2^53 keeps it exact.
+    let q = Math.floor(x * inverse);
+    let digit = x - q * radix;
+    if (digit < 0) {
+      digit += radix;
+      q--;
+    } else if (digit >= radix) {
+      digit -= radix;
+      q++;
+    }
+    out[k] = digit;
+    x = q;
+  }
 }
 
 function byteLengthOf(x: bigint): number {
@@ -106,33 +195,71 @@ export class FF1 {
   }
 
   encrypt(numerals: ArrayLike<number>, tweak: Uint8Array): Uint16Array {
-    this.#checkTweak(tweak);
-    this.#checkNumerals(numerals);
-    return this.#run([numerals], [0], tweak, false)[0];
+    return this.#single(numerals, tweak, false);
   }
 
   decrypt(numerals: ArrayLike<number>, tweak: Uint8Array): Uint16Array {
-    this.#checkTweak(tweak);
-    this.#checkNumerals(numerals);
-    return this.#run([numerals], [0], tweak, true)[0];
+    return this.#single(numerals, tweak, true);
   }
 
-  /** Encrypts many values under one tweak; values may differ in length. All are checked first. */
-  encryptBatch(values: readonly ArrayLike<number>[], tweak: Uint8Array): Uint16Array[] {
+  /**
+   * Encrypts many values, under one tweak or one tweak per value; values may differ in length. All
+   * are checked first. Values of one length share each Feistel round's AES call whatever their tweak.
+   */
+  encryptBatch(values: readonly ArrayLike<number>[], tweak: Uint8Array | readonly Uint8Array[]): Uint16Array[] {
     return this.#batch(values, tweak, false);
   }
 
-  decryptBatch(values: readonly ArrayLike<number>[], tweak: Uint8Array): Uint16Array[] {
+  decryptBatch(values: readonly ArrayLike<number>[], tweak: Uint8Array | readonly Uint8Array[]): Uint16Array[] {
     return this.#batch(values, tweak, true);
+  }
+
+  /**
+   * Encrypts values packed in one array, in place: value k is numerals[starts[k], starts[k] +
+   * lengths[k]) under tweaks[k]. Only the values listed in `which` (default: all) are touched, which
+   * lets a caller cycle-walk just the values that need another pass. The packed form exists for
+   * throughput: no per-value arrays are allocated. All selected values are checked before any changes.
+   */
+  encryptPacked(numerals: Uint16Array, starts: ArrayLike<number>, lengths: ArrayLike<number>, tweaks: readonly Uint8Array[], which?: readonly number[]): void {
+    this.#packed(numerals, starts, lengths, tweaks, which, false);
+  }
+
+  decryptPacked(numerals: Uint16Array, starts: ArrayLike<number>, lengths: ArrayLike<number>, tweaks: readonly Uint8Array[], which?: readonly number[]): void {
+    this.#packed(numerals, starts, lengths, tweaks, which, true);
+  }
+
+  /**
+   * Encrypts values given as integers, in place: values[k] is NUM_radix(X) of a numeral string X of
+   * lengths[k] numerals (leading zeros count), under tweaks[k]; the result is NUM_radix of FF1's
+   * output. Needs radix^length <= 2^52 (see numbersFit). Saves callers that hold a value as a
+   * number (a mixed-radix rank) from spelling it out as numerals and back; `which` as in encryptPacked.
+   */
+  encryptNumbers(values: Float64Array, lengths: ArrayLike<number>, tweaks: readonly Uint8Array[], which?: readonly number[]): void {
+    this.#numbers(values, lengths, tweaks, which, false);
+  }
+
+  decryptNumbers(values: Float64Array, lengths: ArrayLike<number>, tweaks: readonly Uint8Array[], which?: readonly number[]): void {
+    this.#numbers(values, lengths, tweaks, which, true);
+  }
+
+  /** Whether values of this many numerals can go through encryptNumbers. */
+  numbersFit(length: number): boolean {
+    // Repeated products are exact up to 2^53 (Math.pow is not promised to be).
+    let domain = 1;
+    for (let i = 0; i < length; i++) if ((domain *= this.radix) > MAX_NUMBER_DOMAIN) return false;
+    return true;
   }
 
   /** Why a value cannot be processed (one of ff1Errors), or undefined; lets callers pre-filter batches. */
   problemWith(numerals: ArrayLike<number>): string | undefined {
-    const n = numerals.length;
+    return this.#problemAt(numerals, 0, numerals.length);
+  }
+
+  #problemAt(numerals: ArrayLike<number>, start: number, n: number): string | undefined {
     if (n < this.minLength) return ff1Errors.tooShort;
     if (n > FF1_MAX_LENGTH) return ff1Errors.tooLong;
     const radix = this.radix;
-    for (let i = 0; i < n; i++) {
+    for (let i = start, end = start + n; i < end; i++) {
       const x = numerals[i];
       if (x >>> 0 !== x || x >= radix) return ff1Errors.numeral;
     }
@@ -148,43 +275,152 @@ export class FF1 {
     if (!(tweak instanceof Uint8Array)) throw new Error(ff1Errors.tweak);
   }
 
-  #batch(values: readonly ArrayLike<number>[], tweak: Uint8Array, decrypt: boolean): Uint16Array[] {
+  #single(numerals: ArrayLike<number>, tweak: Uint8Array, decrypt: boolean): Uint16Array {
     this.#checkTweak(tweak);
-    const byLength = new Map<number, number[]>();
-    for (let i = 0; i < values.length; i++) {
-      this.#checkNumerals(values[i], i);
-      const n = values[i].length;
-      const group = byLength.get(n);
-      if (group === undefined) byLength.set(n, [i]);
-      else group.push(i);
-    }
-    const out = new Array<Uint16Array>(values.length);
-    for (const indices of byLength.values()) {
-      for (let start = 0; start < indices.length; start += CHUNK) {
-        const chunk = indices.length <= CHUNK ? indices : indices.slice(start, start + CHUNK);
-        const results = this.#run(values, chunk, tweak, decrypt);
-        for (let j = 0; j < chunk.length; j++) out[chunk[j]] = results[j];
-      }
-    }
+    this.#checkNumerals(numerals);
+    const out = Uint16Array.from(numerals);
+    this.#runGroup(out, [0], [0], [tweak], out.length, decrypt);
     return out;
   }
 
-  /** Runs FF1 on values[indices[*]], which are checked and all of the same length. */
-  #run(values: readonly ArrayLike<number>[], indices: readonly number[], tweak: Uint8Array, decrypt: boolean): Uint16Array[] {
-    const plan = this.#planFor(values[indices[0]].length, tweak);
-    return plan.fast
-      ? this.#runFast(plan, values, indices, decrypt)
-      : this.#runBig(plan, values, indices, decrypt);
+  /** The array API over the packed one: values are copied in (after checking) and sliced out. */
+  #batch(values: readonly ArrayLike<number>[], tweak: Uint8Array | readonly Uint8Array[], decrypt: boolean): Uint16Array[] {
+    let tweaks: readonly Uint8Array[];
+    if (tweak instanceof Uint8Array) {
+      tweaks = new Array<Uint8Array>(values.length).fill(tweak);
+    } else {
+      if (!Array.isArray(tweak) || tweak.length !== values.length) throw new Error(ff1Errors.tweak);
+      tweaks = tweak;
+    }
+    const starts = new Array<number>(values.length);
+    const lengths = new Array<number>(values.length);
+    let total = 0;
+    for (let i = 0; i < values.length; i++) {
+      this.#checkNumerals(values[i], i);
+      starts[i] = total;
+      lengths[i] = values[i].length;
+      total += values[i].length;
+    }
+    const packed = new Uint16Array(total);
+    for (let i = 0; i < values.length; i++) packed.set(values[i], starts[i]);
+    this.#packed(packed, starts, lengths, tweaks, undefined, decrypt);
+    const out = new Array<Uint16Array>(values.length);
+    for (let i = 0; i < values.length; i++) out[i] = packed.slice(starts[i], starts[i] + lengths[i]);
+    packed.fill(0);
+    return out;
   }
 
-  #planFor(n: number, tweak: Uint8Array): LengthPlan {
+  #packed(
+    numerals: Uint16Array,
+    starts: ArrayLike<number>,
+    lengths: ArrayLike<number>,
+    tweaks: readonly Uint8Array[],
+    which: readonly number[] | undefined,
+    decrypt: boolean,
+  ): void {
+    const count = which === undefined ? lengths.length : which.length;
+    if (starts.length !== lengths.length || tweaks.length !== lengths.length) throw new Error(ff1Errors.tweak);
+    // Check everything first, so a bad value leaves the whole batch untouched; group by length.
+    const byLength = new Map<number, number[]>();
+    for (let j = 0; j < count; j++) {
+      const k = which === undefined ? j : which[j];
+      this.#checkTweak(tweaks[k]);
+      const n = lengths[k];
+      const start = starts[k];
+      if (!(Number.isInteger(start) && Number.isInteger(n) && start >= 0 && start + n <= numerals.length)) {
+        throw new Error(`${ff1Errors.packed} (value ${k})`);
+      }
+      const problem = this.#problemAt(numerals, start, n);
+      if (problem !== undefined) throw new Error(`${problem} (value ${k})`);
+      const group = byLength.get(n);
+      if (group === undefined) byLength.set(n, [k]);
+      else group.push(k);
+    }
+    for (const [n, indices] of byLength) {
+      for (let from = 0; from < indices.length; from += CHUNK) {
+        const chunk = indices.length <= CHUNK ? indices : indices.slice(from, from + CHUNK);
+        this.#runGroup(numerals, starts, chunk, tweaks, n, decrypt);
+      }
+    }
+  }
+
+  #numbers(values: Float64Array, lengths: ArrayLike<number>, tweaks: readonly Uint8Array[], which: readonly number[] | undefined, decrypt: boolean): void {
+    const count = which === undefined ? lengths.length : which.length;
+    if (tweaks.length !== lengths.length || values.length !== lengths.length) throw new Error(ff1Errors.tweak);
+    const byLength = new Map<number, number[]>();
+    for (let j = 0; j < count; j++) {
+      const k = which === undefined ? j : which[j];
+      this.#checkTweak(tweaks[k]);
+      const n = lengths[k];
+      if (!(Number.isInteger(n) && n >= this.minLength)) throw new Error(`${ff1Errors.tooShort} (value ${k})`);
+      // radix >= 2, so more than 52 numerals never fit; checked before a plan is made for n.
+      const plan = n <= 52 ? this.#planFor(n) : undefined;
+      if (plan === undefined || !plan.numbers) throw new Error(`${ff1Errors.tooLong} (value ${k})`);
+      // mu * mv = radix^n exactly (both come from BigInt powers and the product is below 2^53).
+      const x = values[k];
+      if (!(x >= 0 && x < plan.mu * plan.mv && Math.floor(x) === x)) throw new Error(`${ff1Errors.numeral} (value ${k})`);
+      const group = byLength.get(n);
+      if (group === undefined) byLength.set(n, [k]);
+      else group.push(k);
+    }
+    for (const [n, indices] of byLength) {
+      const plan = this.#planFor(n);
+      if (!plan.fast) throw new Error('FF1: internal layout error');
+      for (let from = 0; from < indices.length; from += CHUNK) {
+        const chunk = indices.length <= CHUNK ? indices : indices.slice(from, from + CHUNK);
+        this.#runNumbers(plan, values, chunk, this.#statesFor(plan, chunk, tweaks), decrypt);
+      }
+    }
+  }
+
+  /** Runs FF1 in place on the checked values `indices`, all of length n, each under its tweak. */
+  #runGroup(numerals: Uint16Array, starts: ArrayLike<number>, indices: readonly number[], tweaks: readonly Uint8Array[], n: number, decrypt: boolean): void {
+    const plan = this.#planFor(n);
+    const states = this.#statesFor(plan, indices, tweaks);
+    if (plan.fast) this.#runFast(plan, numerals, starts, indices, states, decrypt);
+    else this.#runBig(plan, numerals, starts, indices, states, decrypt);
+  }
+
+  #planFor(n: number): LengthPlan {
     let plan = this.#plans.get(n);
     if (plan === undefined) {
       plan = this.#newPlan(n);
       this.#plans.set(n, plan);
     }
-    if (plan.tweak === undefined || !sameBytes(plan.tweak, tweak)) this.#setTweak(plan, tweak);
     return plan;
+  }
+
+  /**
+   * The tweak state of each value. Tweaks are resolved once per distinct object in this call (the
+   * caller cannot change them while we run) and cached across calls by their bytes, never by object
+   * identity, so a caller reusing a mutated array still gets the right state.
+   */
+  #statesFor(plan: LengthPlan, indices: readonly number[], tweaks: readonly Uint8Array[]): TweakState[] {
+    const states = new Array<TweakState>(indices.length);
+    let lastTweak: Uint8Array | undefined;
+    let lastState: TweakState | undefined;
+    let seen: Map<Uint8Array, TweakState> | undefined;
+    for (let j = 0; j < indices.length; j++) {
+      const tweak = tweaks[indices[j]];
+      if (tweak !== lastTweak) {
+        if (lastTweak !== undefined) (seen ??= new Map()).set(lastTweak, lastState as TweakState);
+        lastState = seen?.get(tweak) ?? this.#stateFor(plan, tweak);
+        lastTweak = tweak;
+      }
+      states[j] = lastState as TweakState;
+    }
+    return states;
+  }
+
+  #stateFor(plan: LengthPlan, tweak: Uint8Array): TweakState {
+    const id = Buffer.from(tweak.buffer, tweak.byteOffset, tweak.length).toString('latin1');
+    let state = plan.tweaks.get(id);
+    if (state === undefined) {
+      state = this.#newTweakState(plan, tweak);
+      if (plan.tweaks.size >= MAX_TWEAK_STATES) plan.tweaks.clear();
+      plan.tweaks.set(id, state);
+    }
+    return state;
   }
 
   #newPlan(n: number): LengthPlan {
@@ -197,6 +433,8 @@ export class FF1 {
     const d = 4 * Math.ceil(b / 4) + 4;
     const mv = Number(mvBig);
     const fast = mvBig <= BigInt(FAST_DOMAIN_LIMIT);
+    // Q = T || [0]pad || [i]1 || NUM(B)b with |Q| a multiple of 16: [i] sits 1 + b bytes before the end.
+    const iOffset = (((15 - b) % 16) + 16) % 16;
     return {
       n,
       u,
@@ -205,16 +443,15 @@ export class FF1 {
       d,
       fast,
       limb16: mv <= LIMB16_DOMAIN_LIMIT,
+      byteExact: mv <= BYTE_STEP_LIMIT,
+      numbers: muBig * mvBig <= BigInt(MAX_NUMBER_DOMAIN),
       mu: Number(muBig),
       mv,
       muBig,
       mvBig,
-      iOffset: 0,
-      tailBlocks: 0,
-      tweak: undefined,
-      prefix: new Uint8Array(16),
-      tail: new Uint8Array(0),
-      roundBase: new Int32Array(0),
+      iOffset,
+      tailBlocks: (iOffset + 1 + b) / 16,
+      tweaks: new Map(),
     };
   }
 
@@ -222,7 +459,7 @@ export class FF1 {
    * PRF(P || Q) is a CBC-MAC; everything before [i] in Q depends only on the tweak, so its chain
    * state is computed once per tweak and each round then needs only the varying last block(s).
    */
-  #setTweak(plan: LengthPlan, tweak: Uint8Array): void {
+  #newTweakState(plan: LengthPlan, tweak: Uint8Array): TweakState {
     const t = tweak.length;
     const { n, u, b } = plan;
     const radix = this.radix;
@@ -247,6 +484,7 @@ export class FF1 {
     const prefix = new Uint8Array(state);
     const tail = q.slice(firstVarying * 16);
     const iOffset = iPos - firstVarying * 16;
+    if (iOffset !== plan.iOffset || tail.length !== plan.tailBlocks * 16) throw new Error('FF1: internal layout error');
     let roundBase = new Int32Array(0);
     if (plan.fast) {
       // Fast path: b <= 6, so the varying part is exactly one block.
@@ -257,12 +495,7 @@ export class FF1 {
         bytes[i * 16 + iOffset] ^= i;
       }
     }
-    plan.tweak = new Uint8Array(tweak);
-    plan.prefix = prefix;
-    plan.tail = tail;
-    plan.iOffset = iOffset;
-    plan.tailBlocks = tail.length / 16;
-    plan.roundBase = roundBase;
+    return { prefix, tail, roundBase };
   }
 
   #scratch(count: number): void {
@@ -279,47 +512,100 @@ export class FF1 {
   }
 
   /** Both halves below 2^45: numerals become doubles, each round is one AES call for all values. */
-  #runFast(plan: LengthPlan, values: readonly ArrayLike<number>[], indices: readonly number[], decrypt: boolean): Uint16Array[] {
+  #runFast(plan: LengthPlan, numerals: Uint16Array, starts: ArrayLike<number>, indices: readonly number[], states: readonly TweakState[], decrypt: boolean): void {
     const count = indices.length;
     this.#scratch(count);
     const A = this.#a;
     const B = this.#b;
-    const blocks = this.#blocks;
-    const words = this.#blockWords;
-    const { u, n, b, d, mu, mv, roundBase, limb16 } = plan;
+    const { u, n } = plan;
     const radix = this.radix;
     for (let j = 0; j < count; j++) {
-      const x = values[indices[j]];
+      const s = starts[indices[j]];
       let a = 0;
-      for (let k = 0; k < u; k++) a = a * radix + x[k];
+      for (let k = s, end = s + u; k < end; k++) a = a * radix + numerals[k];
       let bb = 0;
-      for (let k = u; k < n; k++) bb = bb * radix + x[k];
+      for (let k = s + u, end = s + n; k < end; k++) bb = bb * radix + numerals[k];
       A[j] = a;
       B[j] = bb;
     }
+    this.#rounds(plan, count, states, decrypt);
+    const invRadix = 1 / radix;
+    const shift = (radix & (radix - 1)) === 0 ? 31 - Math.clz32(radix) : 0;
+    for (let j = 0; j < count; j++) {
+      const s = starts[indices[j]];
+      writeNumerals(A[j], radix, invRadix, shift, numerals, s, s + u);
+      writeNumerals(B[j], radix, invRadix, shift, numerals, s + u, s + n);
+    }
+    A.fill(0, 0, count);
+    B.fill(0, 0, count);
+  }
+
+  /**
+   * values[indices[*]] are NUM_radix of numeral strings of one length n with radix^n <= 2^52: the
+   * halves are value / radix^v and value mod radix^v, exact in doubles, and no numeral is touched.
+   */
+  #runNumbers(plan: LengthPlan, values: Float64Array, indices: readonly number[], states: readonly TweakState[], decrypt: boolean): void {
+    const count = indices.length;
+    this.#scratch(count);
+    const A = this.#a;
+    const B = this.#b;
+    const { mv } = plan;
+    const invMv = 1 / mv;
+    for (let j = 0; j < count; j++) {
+      // value + mv < 2^53, so modExact's argument holds and the quotient is exact.
+      const x = values[indices[j]];
+      const low = modExact(x, mv, invMv);
+      A[j] = (x - low) / mv;
+      B[j] = low;
+    }
+    this.#rounds(plan, count, states, decrypt);
+    for (let j = 0; j < count; j++) values[indices[j]] = A[j] * mv + B[j];
+    A.fill(0, 0, count);
+    B.fill(0, 0, count);
+  }
+
+  /** The ten Feistel rounds over the halves in this.#a / this.#b[0, count). */
+  #rounds(plan: LengthPlan, count: number, states: readonly TweakState[], decrypt: boolean): void {
+    const A = this.#a;
+    const B = this.#b;
+    const blocks = this.#blocks;
+    const words = this.#blockWords;
+    const { b, d, mu, mv, limb16, byteExact } = plan;
     // Encrypt feeds B to the PRF and adds to A; decrypt feeds A and subtracts from B, rounds reversed.
-    const fed = decrypt ? A : B;
-    const other = decrypt ? B : A;
+    // Each round's result goes into `other` and the two arrays then swap roles, instead of moving
+    // every value; after the 10 (an even number of) rounds A and B are back in their own arrays.
+    let fed = decrypt ? A : B;
+    let other = decrypt ? B : A;
     const firstBytes = d < 6 ? d : 6;
+    let oneState = true;
+    for (let j = 1; j < count && oneState; j++) oneState = states[j] === states[0];
     for (let r = 0; r < 10; r++) {
       const i = decrypt ? 9 - r : r;
       const m = i % 2 === 0 ? mu : mv;
-      const w0 = roundBase[i * 4];
-      const w1 = roundBase[i * 4 + 1];
-      const w2 = roundBase[i * 4 + 2];
-      const w3 = roundBase[i * 4 + 3];
-      for (let j = 0; j < count; j++) {
-        const off = j * 16;
-        const w = j * 4;
-        words[w] = w0;
-        words[w + 1] = w1;
-        words[w + 2] = w2;
-        words[w + 3] = w3;
-        let x = fed[j];
-        for (let k = off + 15, end = off + 15 - b; k > end; k--) {
-          const byte = x % 256;
-          blocks[k] ^= byte;
-          x = (x - byte) / 256;
+      const invM = 1 / m;
+      const r4 = i * 4;
+      if (oneState) {
+        // The usual case (one tweak per field and length): the round's base block is a constant.
+        const roundBase = states[0].roundBase;
+        const w0 = roundBase[r4];
+        const w1 = roundBase[r4 + 1];
+        const w2 = roundBase[r4 + 2];
+        const w3 = roundBase[r4 + 3];
+        for (let j = 0, w = 0; j < count; j++, w += 4) {
+          words[w] = w0;
+          words[w + 1] = w1;
+          words[w + 2] = w2;
+          words[w + 3] = w3;
+          xorBigEndian(fed[j], blocks, w * 4 + 15, b);
+        }
+      } else {
+        for (let j = 0, w = 0; j < count; j++, w += 4) {
+          const roundBase = states[j].roundBase;
+          words[w] = roundBase[r4];
+          words[w + 1] = roundBase[r4 + 1];
+          words[w + 2] = roundBase[r4 + 2];
+          words[w + 3] = roundBase[r4 + 3];
+          xorBigEndian(fed[j], blocks, w * 4 + 15, b);
         }
       }
       const out = this.#ecb.update(blocks.subarray(0, count * 16));
@@ -328,9 +614,11 @@ export class FF1 {
         // y mod m by Horner: the first 6 bytes at once (< 2^48), then 16- or 8-bit limbs.
         let y = 0;
         for (let k = 0; k < firstBytes; k++) y = y * 256 + out[off + k];
-        y %= m;
+        y = modExact(y, m, invM);
         if (limb16) {
-          for (let k = firstBytes; k < d; k += 2) y = (y * 65536 + ((out[off + k] << 8) | out[off + k + 1])) % m;
+          for (let k = firstBytes; k < d; k += 2) y = modExact(y * 65536 + ((out[off + k] << 8) | out[off + k + 1]), m, invM);
+        } else if (byteExact) {
+          for (let k = firstBytes; k < d; k++) y = modExact(y * 256 + out[off + k], m, invM);
         } else {
           for (let k = firstBytes; k < d; k++) y = (y * 256 + out[off + k]) % m;
         }
@@ -342,45 +630,27 @@ export class FF1 {
           c = other[j] + y;
           if (c >= m) c -= m;
         }
-        other[j] = fed[j];
-        fed[j] = c;
+        other[j] = c;
       }
+      const swap = fed;
+      fed = other;
+      other = swap;
       out.fill(0);
     }
-    const results = new Array<Uint16Array>(count);
-    for (let j = 0; j < count; j++) {
-      const y = new Uint16Array(n);
-      let a = A[j];
-      for (let k = u - 1; k >= 0; k--) {
-        const digit = a % radix;
-        y[k] = digit;
-        a = (a - digit) / radix;
-      }
-      let bb = B[j];
-      for (let k = n - 1; k >= u; k--) {
-        const digit = bb % radix;
-        y[k] = digit;
-        bb = (bb - digit) / radix;
-      }
-      results[j] = y;
-    }
-    A.fill(0, 0, count);
-    B.fill(0, 0, count);
     blocks.fill(0, 0, count * 16);
-    return results;
   }
 
   /** Halves too large for doubles: BigInt arithmetic, AES still batched per chained block. */
-  #runBig(plan: LengthPlan, values: readonly ArrayLike<number>[], indices: readonly number[], decrypt: boolean): Uint16Array[] {
+  #runBig(plan: LengthPlan, numerals: Uint16Array, starts: ArrayLike<number>, indices: readonly number[], states: readonly TweakState[], decrypt: boolean): void {
     const count = indices.length;
-    const { u, n, b, d, muBig, mvBig, prefix, tail, iOffset, tailBlocks } = plan;
+    const { u, n, b, d, muBig, mvBig, iOffset, tailBlocks } = plan;
     const radix = this.radix;
     const A = new Array<bigint>(count);
     const B = new Array<bigint>(count);
     for (let j = 0; j < count; j++) {
-      const x = values[indices[j]];
-      A[j] = numRadix(x, 0, u, radix);
-      B[j] = numRadix(x, u, n, radix);
+      const s = starts[indices[j]];
+      A[j] = numRadix(numerals, s, s + u, radix);
+      B[j] = numRadix(numerals, s + u, s + n, radix);
     }
     const fed = decrypt ? A : B;
     const other = decrypt ? B : A;
@@ -395,7 +665,7 @@ export class FF1 {
       const m = i % 2 === 0 ? muBig : mvBig;
       for (let j = 0; j < count; j++) {
         const off = j * tailLength;
-        qTails.set(tail, off);
+        qTails.set(states[j].tail, off);
         qTails[off + iOffset] = i;
         writeBigEndian(fed[j], qTails, off + tailLength - b, b);
       }
@@ -405,6 +675,7 @@ export class FF1 {
         for (let j = 0; j < count; j++) {
           const qOff = j * tailLength + blk * 16;
           const off = j * 16;
+          const prefix = states[j].prefix;
           for (let k = 0; k < 16; k++) blocks[off + k] = (state === undefined ? prefix[k] : state[off + k]) ^ qTails[qOff + k];
         }
         state = this.#ecb.update(blocks);
@@ -436,25 +707,16 @@ export class FF1 {
       R.fill(0);
       extraOut?.fill(0);
     }
-    const results = new Array<Uint16Array>(count);
     for (let j = 0; j < count; j++) {
-      const y = new Uint16Array(n);
-      strRadix(A[j], y, 0, u, radix);
-      strRadix(B[j], y, u, n, radix);
-      results[j] = y;
+      const s = starts[indices[j]];
+      strRadix(A[j], numerals, s, s + u, radix);
+      strRadix(B[j], numerals, s + u, s + n, radix);
     }
     qTails.fill(0);
     blocks.fill(0);
     extra.fill(0);
     s.fill(0);
-    return results;
   }
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** Largest k with radix^k <= 2^53, so k numerals make one exact double. */

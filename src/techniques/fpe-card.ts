@@ -5,7 +5,7 @@
 import type { Scalar } from '../core/types.ts';
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type FpeFormat, type FpeJob, type ShortValuePolicy, type TweakCache } from './fpe-core.ts';
 import { numberShape, type NumberShape } from './fpe-digits.ts';
-import { extractSymbols, writeSymbols } from './fpe-symbols.ts';
+import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -20,10 +20,9 @@ const DOUBLED = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
 const UNDOUBLED_FROM = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
 const DOUBLED_FROM = [0, 5, 1, 6, 2, 7, 3, 8, 4, 9];
 
-/** Luhn sum mod 10 of digits, skipping index `skip`; the rightmost digit is never doubled. */
-function luhnResidue(digits: ArrayLike<number>, skip = -1): number {
+/** Luhn sum mod 10 of digits[0, n), skipping index `skip`; the rightmost digit is never doubled. */
+function luhnResidue(digits: ArrayLike<number>, skip = -1, n = digits.length): number {
   let sum = 0;
-  const n = digits.length;
   for (let i = 0; i < n; i++) {
     if (i === skip) continue;
     sum += (n - 1 - i) % 2 === 1 ? DOUBLED[digits[i]] : digits[i];
@@ -51,23 +50,51 @@ function cardJob(value: Scalar, options: CardOptions, tweaks: TweakCache): FpeJo
   const fix = n - options.keepLast - 1;
   // The fixed-up digit carries no key-dependent information: FF1 runs on the other free digits.
   if (fix - options.keepFirst < 1) throw new ValueError(TOO_SHORT);
-  const residue = luhnResidue(digits);
-  const fixDoubled = (n - 1 - fix) % 2 === 1;
   const needLead = shape !== undefined && options.keepFirst === 0;
-  return {
-    radix: 10,
-    tweak: tweaks.scope,
-    numerals: digits.slice(options.keepFirst, fix),
-    accept: needLead ? (out) => out[0] !== 0 : undefined,
-    render(out) {
-      const result = digits.slice();
-      for (let k = 0; k < out.length; k++) result[options.keepFirst + k] = out[k];
-      const wanted = (residue - luhnResidue(result, fix) + 10) % 10;
-      result[fix] = (fixDoubled ? DOUBLED_FROM : UNDOUBLED_FROM)[wanted];
-      const written = writeSymbols(symbols, result);
-      return shape === undefined ? written : Number(written);
-    },
-  };
+  return needLead ? new LeadingCardJob(tweaks.scope, symbols, options.keepFirst, fix, true) : new CardJob(tweaks.scope, symbols, options.keepFirst, fix, shape !== undefined);
+}
+
+// A class rather than an object of closures: a batch plans one small object per value.
+class CardJob implements FpeJob {
+  readonly radix = 10;
+  readonly length: number;
+  readonly #residue: number;
+
+  constructor(
+    readonly tweak: Uint8Array,
+    private readonly symbols: Symbols,
+    private readonly keepFirst: number,
+    /** Index of the digit recomputed for the Luhn sum. */
+    private readonly fix: number,
+    private readonly isNumber: boolean,
+  ) {
+    this.length = fix - keepFirst;
+    this.#residue = luhnResidue(symbols.values);
+  }
+
+  writeNumerals(into: Uint16Array, at: number): void {
+    const digits = this.symbols.values;
+    for (let k = 0; k < this.length; k++) into[at + k] = digits[this.keepFirst + k];
+  }
+
+  render(out: Uint16Array, at: number): Scalar {
+    const { fix, keepFirst } = this;
+    const digits = this.symbols.values;
+    const n = digits.length;
+    const result = scratchDigits(n);
+    for (let k = 0; k < n; k++) result[k] = k >= keepFirst && k < fix ? out[at + k - keepFirst] : digits[k];
+    const wanted = (this.#residue - luhnResidue(result, fix, n) + 10) % 10;
+    result[fix] = ((n - 1 - fix) % 2 === 1 ? DOUBLED_FROM : UNDOUBLED_FROM)[wanted];
+    const written = writeSymbols(this.symbols, result);
+    return this.isNumber ? Number(written) : written;
+  }
+}
+
+/** A JSON number whose first digit is encrypted: cycle-walked so it never gains a leading zero. */
+class LeadingCardJob extends CardJob {
+  accept(out: Uint16Array, at: number): boolean {
+    return out[at] !== 0;
+  }
 }
 
 export const fpeCardTechnique: Technique<CardOptions> = {

@@ -3,7 +3,7 @@
 
 import type { Scalar } from '../core/types.ts';
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type FpeFormat, type FpeJob, type ShortValuePolicy, type TweakCache } from './fpe-core.ts';
-import { extractSymbols, writeSymbols } from './fpe-symbols.ts';
+import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -44,24 +44,63 @@ export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tw
   const total = symbols.values.length;
   const end = total - keepLast;
   if (end - keepFirst < 1) throw new ValueError(TOO_SHORT);
-  const free = symbols.values.slice(keepFirst, end);
-  const last = free.length - 1;
   // Cycle walking keeps a number's pseudonym free of a leading or trailing zero it would lose.
   const needLead = shape?.noLeadingZero === true && keepFirst === 0;
   const needTrail = shape?.noTrailingZero === true && keepLast === 0;
-  const accept = needLead || needTrail ? (out: Uint16Array) => !(needLead && out[0] === 0) && !(needTrail && out[last] === 0) : undefined;
-  return {
-    radix: 10,
-    tweak: tweaks.scope,
-    numerals: free,
-    accept,
-    render(out) {
-      const values = symbols.values.slice();
-      for (let k = 0; k < out.length; k++) values[keepFirst + k] = out[k];
-      const result = writeSymbols(symbols, values);
-      return shape === undefined ? result : Number(result);
-    },
-  };
+  const isNumber = shape !== undefined;
+  return needLead || needTrail
+    ? new ShapedDigitsJob(tweaks.scope, symbols, keepFirst, end, isNumber, needLead, needTrail)
+    : new DigitsJob(tweaks.scope, symbols, keepFirst, end, isNumber);
+}
+
+// A class rather than an object of closures: a batch plans one small object per value.
+class DigitsJob implements FpeJob {
+  readonly radix = 10;
+  readonly length: number;
+
+  constructor(
+    readonly tweak: Uint8Array,
+    private readonly symbols: Symbols,
+    private readonly keepFirst: number,
+    end: number,
+    private readonly isNumber: boolean,
+  ) {
+    this.length = end - keepFirst;
+  }
+
+  writeNumerals(into: Uint16Array, at: number): void {
+    const digits = this.symbols.values;
+    for (let k = 0; k < this.length; k++) into[at + k] = digits[this.keepFirst + k];
+  }
+
+  render(out: Uint16Array, at: number): Scalar {
+    const digits = this.symbols.values;
+    const values = scratchDigits(digits.length);
+    const from = this.keepFirst;
+    const to = from + this.length;
+    for (let k = 0; k < digits.length; k++) values[k] = k >= from && k < to ? out[at + k - from] : digits[k];
+    const result = writeSymbols(this.symbols, values);
+    return this.isNumber ? Number(result) : result;
+  }
+}
+
+/** A JSON number whose first or last digit is encrypted: walked so it keeps its digit count. */
+class ShapedDigitsJob extends DigitsJob {
+  constructor(
+    tweak: Uint8Array,
+    symbols: Symbols,
+    keepFirst: number,
+    end: number,
+    isNumber: boolean,
+    private readonly needLead: boolean,
+    private readonly needTrail: boolean,
+  ) {
+    super(tweak, symbols, keepFirst, end, isNumber);
+  }
+
+  accept(out: Uint16Array, at: number): boolean {
+    return !(this.needLead && out[at] === 0) && !(this.needTrail && out[at + this.length - 1] === 0);
+  }
 }
 
 export function readDigitsOptions(raw: Readonly<Record<string, unknown>>, format: string): DigitsOptions {

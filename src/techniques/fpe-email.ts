@@ -2,7 +2,7 @@
 // classes (dots, plus signs and the like kept), the domain kept, so the result is still an address.
 
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, UNSUPPORTED_TYPE, type ShortValuePolicy } from './fpe-core.ts';
-import { extractSymbols, symbolsJob } from './fpe-symbols.ts';
+import { symbolsJob } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -30,7 +30,7 @@ export const fpeEmailTechnique: Technique<EmailOptions> = {
           if (typeof value !== 'string') throw new ValueError(TOO_SHORT);
           const at = value.lastIndexOf('@');
           if (at <= 0 || at === value.length - 1) throw new ValueError('NOT_AN_EMAIL');
-          return symbolsJob(extractSymbols(value, true, true, 0, at), tweaks);
+          return symbolsJob({ text: value, start: 0, end: at, digits: true, letters: true }, tweaks);
         },
         explain: () => 'local part=digits+letters, domain kept',
       },

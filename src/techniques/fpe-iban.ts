@@ -3,7 +3,7 @@
 // the ISO 13616 mod-97 check. Only valid IBANs are accepted: an invalid one could not round-trip.
 
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, UNSUPPORTED_TYPE, type ShortValuePolicy } from './fpe-core.ts';
-import { extractSymbols, symbolsJob } from './fpe-symbols.ts';
+import { symbolsJob } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -71,7 +71,7 @@ export const fpeIbanTechnique: Technique<IbanOptions> = {
           // The BBAN starts after the fourth compact character (country code and check digits).
           let bbanStart = 0;
           for (let seen = 0; seen < 4; bbanStart++) if (value[bbanStart] !== ' ') seen++;
-          return symbolsJob(extractSymbols(value, true, true, bbanStart), tweaks, withCheckDigits);
+          return symbolsJob({ text: value, start: bbanStart, end: value.length, digits: true, letters: true }, tweaks, withCheckDigits);
         },
         explain: () => 'country kept, BBAN=digits+letters, mod-97 check digits recomputed',
       },

@@ -2,7 +2,7 @@
 // kept; spaces, hyphens, apostrophes, digits and non-ASCII characters stay as they are.
 
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, UNSUPPORTED_TYPE, type ShortValuePolicy } from './fpe-core.ts';
-import { extractSymbols, symbolsJob } from './fpe-symbols.ts';
+import { symbolsJob } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -28,7 +28,7 @@ export const fpeNameTechnique: Technique<NameOptions> = {
         plan(value, tweaks) {
           if (typeof value === 'number') throw new ValueError(UNSUPPORTED_TYPE);
           if (typeof value !== 'string') throw new ValueError(TOO_SHORT);
-          return symbolsJob(extractSymbols(value, false, true), tweaks);
+          return symbolsJob({ text: value, start: 0, end: value.length, digits: false, letters: true }, tweaks);
         },
         explain: () => 'classes=letters',
       },

@@ -3,7 +3,7 @@
 
 import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type ShortValuePolicy } from './fpe-core.ts';
 import { digitsJob } from './fpe-digits.ts';
-import { extractSymbols, symbolsJob } from './fpe-symbols.ts';
+import { symbolsJob } from './fpe-symbols.ts';
 import { OptionReader } from './option-reader.ts';
 import { ValueError, type Technique } from './technique.ts';
 
@@ -29,7 +29,7 @@ export const fpeTextTechnique: Technique<TextOptions> = {
         plan(value, tweaks) {
           if (typeof value === 'number') return digitsJob(value, 0, 0, tweaks);
           if (typeof value !== 'string') throw new ValueError(TOO_SHORT);
-          return symbolsJob(extractSymbols(value, true, true), tweaks);
+          return symbolsJob({ text: value, start: 0, end: value.length, digits: true, letters: true }, tweaks);
         },
         explain: () => 'classes=digits+letters',
       },

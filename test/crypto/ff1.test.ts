@@ -209,6 +209,71 @@ describe('FF1 batches', () => {
     assert.deepEqual(ff1.encrypt(x, t), b);
   });
 
+  it('per-value tweaks: a batch mixing tweaks, lengths and paths equals one-by-one', () => {
+    const rand = rng(1234);
+    for (const radix of [2, 4, 8, 10, 16, 26, 256, 3000]) {
+      const key = randomBytes(rand, 32);
+      const ff1 = new FF1(key, radix);
+      const min = ff1MinLength(radix);
+      const tweakPool = Array.from({ length: 6 }, (_, i) => randomBytes(rand, i * 7));
+      const values = Array.from({ length: 400 }, () => randomNumerals(rand, radix, min + Math.floor(rand() * (rand() < 0.1 ? 120 : 20))));
+      const tweaks = values.map(() => tweakPool[Math.floor(rand() * tweakPool.length)]);
+      const batch = ff1.encryptBatch(values, tweaks);
+      for (let i = 0; i < values.length; i++) assert.deepEqual(Array.from(batch[i]), nobleFF1(radix, key, tweaks[i]).encrypt(values[i]));
+      const back = ff1.decryptBatch(batch, tweaks);
+      for (let i = 0; i < values.length; i++) assert.deepEqual(Array.from(back[i]), values[i]);
+    }
+    assert.throws(() => new FF1(new Uint8Array(16), 10).encryptBatch([[1, 2, 3, 4, 5, 6]], []), { message: ff1Errors.tweak });
+  });
+
+  it('packed values are transformed in place, only those selected, all checked first', () => {
+    const rand = rng(77);
+    const ff1 = new FF1(randomBytes(rand, 16), 10);
+    const values = [randomNumerals(rand, 10, 8), randomNumerals(rand, 10, 12), randomNumerals(rand, 10, 8)];
+    const tweaks = [new Uint8Array([1]), new Uint8Array([2]), new Uint8Array([1])];
+    const packed = Uint16Array.from(values.flat());
+    const starts = [0, 8, 20];
+    const lengths = [8, 12, 8];
+    ff1.encryptPacked(packed, starts, lengths, tweaks, [0, 2]);
+    assert.deepEqual(Array.from(packed.subarray(0, 8)), Array.from(ff1.encrypt(values[0], tweaks[0])));
+    assert.deepEqual(Array.from(packed.subarray(8, 20)), values[1]);
+    assert.deepEqual(Array.from(packed.subarray(20, 28)), Array.from(ff1.encrypt(values[2], tweaks[2])));
+    ff1.decryptPacked(packed, starts, lengths, tweaks);
+    assert.deepEqual(Array.from(packed.subarray(0, 8)), values[0]);
+    assert.deepEqual(Array.from(packed.subarray(8, 20)), Array.from(ff1.decrypt(values[1], tweaks[1])));
+    const before = Array.from(packed);
+    assert.throws(() => ff1.encryptPacked(packed, [0, 8, 25], lengths, tweaks), { message: `${ff1Errors.packed} (value 2)` });
+    packed[27] = 11;
+    assert.throws(() => ff1.encryptPacked(packed, starts, lengths, tweaks), { message: `${ff1Errors.numeral} (value 2)` });
+    packed[27] = before[27];
+    assert.deepEqual(Array.from(packed), before, 'a failed call changes nothing');
+  });
+
+  it('numbers: FF1 on NUM(X) equals FF1 on the numerals, in place and for selected values only', () => {
+    const rand = rng(4321);
+    for (const radix of [2, 3, 10, 26, 36, 1000, 65535]) {
+      const key = randomBytes(rand, 16);
+      const ff1 = new FF1(key, radix);
+      const lengths: number[] = [];
+      for (let n = ff1.minLength; ff1.numbersFit(n); n++) lengths.push(n);
+      assert.ok(lengths.length > 0 && !ff1.numbersFit(lengths[lengths.length - 1] + 1));
+      const strings = Array.from({ length: 300 }, () => randomNumerals(rand, radix, lengths[Math.floor(rand() * lengths.length)]));
+      const num = (x: ArrayLike<number>) => Array.from(x).reduce((acc, d) => acc * radix + d, 0);
+      const tweaks = strings.map((_, i) => new Uint8Array([i % 3, 7]));
+      const values = Float64Array.from(strings, num);
+      const which = strings.map((_, i) => i).filter((i) => i % 5 !== 0);
+      ff1.encryptNumbers(values, strings.map((x) => x.length), tweaks, which);
+      for (let i = 0; i < strings.length; i++) {
+        assert.equal(values[i], i % 5 === 0 ? num(strings[i]) : num(ff1.encrypt(strings[i], tweaks[i])), `radix ${radix} value ${i}`);
+      }
+      ff1.decryptNumbers(values, strings.map((x) => x.length), tweaks, which);
+      assert.deepEqual(Array.from(values), strings.map(num));
+    }
+    const ff1 = new FF1(new Uint8Array(16), 2);
+    assert.throws(() => ff1.encryptNumbers(Float64Array.of(2 ** 20), [20], [new Uint8Array(0)]), { message: `${ff1Errors.numeral} (value 0)` });
+    assert.throws(() => ff1.encryptNumbers(Float64Array.of(1), [53], [new Uint8Array(0)]), { message: `${ff1Errors.tooLong} (value 0)` });
+  });
+
   it('the input is not modified', () => {
     const ff1 = new FF1(new Uint8Array(16), 10);
     const x = Uint16Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 0]);
