@@ -102,7 +102,11 @@ export function parseToken(text: string): ParsedToken | undefined {
   const data = text.slice(dataStart);
   if ((mode !== 'gcm' && mode !== 'siv') || kid.length === 0) return undefined;
   if (!VERSION_TEXT.test(versionText) || !BASE64URL_TEXT.test(data)) return undefined;
-  return { mode, kid, version: Number(versionText), sealed: Buffer.from(data, 'base64url') };
+  const sealed = Buffer.from(data, 'base64url');
+  // Only the canonical encoding is a token: otherwise unused trailing bits would give one
+  // ciphertext many spellings (and a one-character edit could still decrypt).
+  if (sealed.toString('base64url') !== data) return undefined;
+  return { mode, kid, version: Number(versionText), sealed };
 }
 
 export function formatToken(mode: AeadMode, key: KeyMaterial, sealed: Uint8Array): string {
