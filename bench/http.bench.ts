@@ -107,10 +107,10 @@ async function token(port: number): Promise<string> {
   return ((await res.body.json()) as { access_token: string }).access_token;
 }
 
-async function load(autocannon: Autocannon, url: string, headers: Record<string, string>, body: string): Promise<AutocannonResult> {
+async function load(autocannon: Autocannon, url: string, headers: Record<string, string>, body: string, seconds = DURATION_S): Promise<AutocannonResult> {
   // A short warm-up so both servers are measured with JIT-compiled hot paths.
   await autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: 1 });
-  return autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: DURATION_S });
+  return autocannon({ url, method: 'POST', headers, body, connections: CONNECTIONS, duration: seconds });
 }
 
 async function fileBench(port: number, bearer: string): Promise<{ seconds: number; rows: number }> {
@@ -170,17 +170,24 @@ async function main(): Promise<void> {
   row('/api/protect Mask (1 KB JSON)', api);
   console.log(`ratio ${(api.requests.average / base.requests.average).toFixed(2)}x of the echo server (goal >= 0.5x)`);
 
-  const before = await ask<{ rss: number }>(gw.child, 'rss');
-  gw.child.send({ type: 'reset' });
-  const file = await fileBench(gw.port, bearer);
-  const { peakRss } = await ask<{ peakRss: number }>(gw.child, 'rss');
+  gw.child.kill();
+  // The upload gets a fresh server: after the load test the heap is still grown from it, which
+  // would be counted against the streaming path. Token and warm-up requests come first, as a
+  // client's would, so the baseline is a server that has already served.
+  const fileGw = await start('gateway');
+  const fileBearer = await token(fileGw.port);
+  await load(autocannon, `http://127.0.0.1:${fileGw.port}/api/protect`, { 'content-type': 'application/json', 'x-resource-token': fileBearer }, body, 1);
+  const before = await ask<{ rss: number }>(fileGw.child, 'rss');
+  fileGw.child.send({ type: 'reset' });
+  const file = await fileBench(fileGw.port, fileBearer);
+  const { peakRss } = await ask<{ peakRss: number }>(fileGw.child, 'rss');
   const idleMb = before.rss / 1024 ** 2;
   const mb = FILE_BYTES / 1024 ** 2;
   console.log(
     `/file/protect LIST Mask ${mb.toFixed(0)} MB (${file.rows} rows): ${(mb / file.seconds).toFixed(1)} MB/s, ` +
-      `server peak RSS ${(peakRss / 1024 ** 2).toFixed(0)} MB (goal <= 200 MB; ${idleMb.toFixed(0)} MB before the upload)`,
+      `fresh server peak RSS ${(peakRss / 1024 ** 2).toFixed(0)} MB (goal <= 200 MB; ${idleMb.toFixed(0)} MB before the upload)`,
   );
-  gw.child.kill();
+  fileGw.child.kill();
 }
 
 const role = process.argv[2];

@@ -40,12 +40,17 @@ export class TokenVerifier {
         : createRemoteJWKSet(new URL(config.trustedJwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
   }
 
-  async verify(token: string): Promise<Principal> {
+  /** A remembered token answers with an already-settled promise: no async function frame per call. */
+  verify(token: string): Promise<Principal> {
     const cached = this.cache.get(token);
     if (cached !== undefined) {
-      if (this.now() < cached.validUntilMs) return cached.principal;
+      if (this.now() < cached.validUntilMs) return Promise.resolve(cached.principal);
       this.cache.delete(token);
     }
+    return this.verifyUncached(token);
+  }
+
+  private async verifyUncached(token: string): Promise<Principal> {
     if (token.length === 0 || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
       throw unauthenticated('The token is malformed');
     }
