@@ -3,7 +3,16 @@
 // Upstream, proxy and load generator run in separate processes; the generator is open-loop
 // (sends follow the clock, not the answers; latency is measured from each actual send).
 //
+// Every scenario gets one unrecorded warm-up run first (the proxy's first traffic compiles and
+// optimises its hot paths; without it the first round's p99 was 20-70 ms).
+//
 //   node --import ./scripts/ts-loader.mjs bench/proxy.bench.ts            (about a minute)
+//
+// Diagnosis knobs (environment): PROXY_BENCH_MS (round length, default 2000), PROXY_BENCH_ROUNDS,
+// PROXY_BENCH_RATES (e.g. 1000), PROXY_BENCH_ONLY (scenario name fragment), PROXY_BENCH_VERBOSE=1
+// (every round, plus GC pauses and event-loop delay of the upstream and proxy children),
+// PROXY_BENCH_PROXY_FLAGS (node flags for the proxy child, e.g. --trace-gc), PROXY_BENCH_PROFILE=/tmp/p
+// (CPU profile and allocation sampling of both children, written when they stop).
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -18,11 +27,16 @@ import { Pool } from 'undici';
 const TS_LOADER = new URL('../scripts/ts-loader.mjs', import.meta.url).href;
 
 const SELF = fileURLToPath(import.meta.url);
-const RATES = [500, 1000];
+const RATES = (process.env.PROXY_BENCH_RATES ?? '500,1000').split(',').map(Number);
 const WARMUP_MS = 500;
-const MEASURE_MS = 2000;
+/** One unrecorded run per scenario before the first round. */
+const FIRST_WARMUP_MS = 1000;
+const MEASURE_MS = Number(process.env.PROXY_BENCH_MS ?? 2000);
 /** Scenarios run interleaved, several rounds; the median round is reported (shared CI machines are noisy). */
-const ROUNDS = 3;
+const ROUNDS = Number(process.env.PROXY_BENCH_ROUNDS ?? 3);
+/** Diagnosis: print every round, and pass extra flags (e.g. --trace-gc, --cpu-prof) to the proxy child. */
+const VERBOSE = process.env.PROXY_BENCH_VERBOSE === '1';
+const PROXY_FLAGS = (process.env.PROXY_BENCH_PROXY_FLAGS ?? '').split(' ').filter((f) => f !== '');
 
 /** A 1 KB JSON document with a few protected fields. */
 function payload(): string {
@@ -45,6 +59,7 @@ async function serveUpstream(): Promise<void> {
     });
   });
   server.keepAliveTimeout = 60_000;
+  if (VERBOSE) reportPauses('upstream');
   server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
 }
 
@@ -78,16 +93,64 @@ async function serveProxy(upstreamPort: number): Promise<void> {
     metrics: new Metrics({ collectDefaults: false }),
   });
   process.stdout.write(JSON.stringify({ port: proxy.reverse[0].port }) + '\n');
+  if (VERBOSE) reportPauses('proxy');
 }
 
-function startChild(args: string[]): Promise<{ child: ChildProcess; port: number }> {
+/** Diagnosis: GC pauses and event-loop delay of this process, printed to stderr when it is stopped. */
+async function reportPauses(who: string): Promise<void> {
+  const { PerformanceObserver, monitorEventLoopDelay } = await import('node:perf_hooks');
+  const gcs: number[] = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push(e.duration);
+  }).observe({ entryTypes: ['gc'] });
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let writeProfiles = async (): Promise<void> => {};
+  if (process.env.PROXY_BENCH_PROFILE) {
+    // Allocation sampling that keeps what minor and major GCs collected: where the garbage comes from.
+    const { Session } = await import('node:inspector/promises');
+    const session = new Session();
+    session.connect();
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as object);
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+    writeProfiles = async () => {
+      const { writeFileSync } = await import('node:fs');
+      const heap = await session.post('HeapProfiler.stopSampling');
+      writeFileSync(`${process.env.PROXY_BENCH_PROFILE}-${who}.heapprofile`, JSON.stringify(heap.profile));
+      const cpu = await session.post('Profiler.stop');
+      writeFileSync(`${process.env.PROXY_BENCH_PROFILE}-${who}.cpuprofile`, JSON.stringify(cpu.profile));
+    };
+  }
+  process.once('SIGTERM', async () => {
+    await writeProfiles();
+    gcs.sort((a, b) => b - a);
+    const total = gcs.reduce((a, b) => a + b, 0);
+    process.stderr.write(
+      `[${who}] gc: ${gcs.length} pauses, total ${total.toFixed(1)} ms, >1 ms: ${gcs.filter((d) => d > 1).length}, worst ${gcs.slice(0, 5).map((d) => d.toFixed(2)).join(' ')}; ` +
+        `loop delay p50 ${(loop.percentile(50) / 1e6).toFixed(2)} p99 ${(loop.percentile(99) / 1e6).toFixed(2)} max ${(loop.max / 1e6).toFixed(2)} ms\n`,
+    );
+    process.exit(0);
+  });
+}
+
+function startChild(args: string[], flags: string[] = []): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TS_LOADER, SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...flags, '--import', TS_LOADER, SELF, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
+    let port: number | undefined;
     child.stdout?.on('data', (d: Buffer) => {
+      // After the port line, the child's stdout (e.g. --trace-gc) is passed on when diagnosing.
+      if (port !== undefined) {
+        if (VERBOSE) process.stderr.write(d);
+        return;
+      }
       out += d.toString();
-      const nl = out.indexOf('\n');
-      if (nl !== -1) resolve({ child, port: (JSON.parse(out.slice(0, nl)) as { port: number }).port });
+      const match = /^\{"port":(\d+)\}$/m.exec(out);
+      if (match === null) return;
+      port = Number(match[1]);
+      if (VERBOSE) process.stderr.write(out.replace(match[0], ''));
+      resolve({ child, port });
     });
     child.once('exit', (c) => reject(new Error(`child ${args[0]} exited with ${c}`)));
   });
@@ -145,10 +208,11 @@ http {
 interface Percentiles {
   p50: number;
   p99: number;
+  max: number;
   errors: number;
 }
 
-async function constantRate(port: number, path: string, rate: number, body: string): Promise<Percentiles> {
+async function constantRate(port: number, path: string, rate: number, body: string, measureMs = MEASURE_MS): Promise<Percentiles> {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
   let errors = 0;
@@ -166,7 +230,7 @@ async function constantRate(port: number, path: string, rate: number, body: stri
   const intervalMs = 1000 / rate;
   const inflight: Promise<void>[] = [];
   const start = performance.now();
-  const end = start + WARMUP_MS + MEASURE_MS;
+  const end = start + WARMUP_MS + measureMs;
   let sent = 0;
   await new Promise<void>((resolve) => {
     const tick = (): void => {
@@ -186,38 +250,49 @@ async function constantRate(port: number, path: string, rate: number, body: stri
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { p50: at(0.5), p99: at(0.99), errors };
+  return { p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors };
 }
+
+const SCENARIO = {
+  direct: 'direct to upstream (baseline)',
+  nginx: 'nginx pass-through',
+  pass: 'dpg proxy pass-through',
+  mask: 'dpg proxy + Mask (1 KB JSON)',
+};
 
 async function main(): Promise<void> {
   const body = payload();
   const upstream = await startChild(['serve-upstream']);
-  const proxy = await startChild(['serve-proxy', String(upstream.port)]);
+  const proxy = await startChild(['serve-proxy', String(upstream.port)], PROXY_FLAGS);
   const nginx = await startNginx(upstream.port);
 
+  const only = process.env.PROXY_BENCH_ONLY;
   const scenarios: { name: string; port: number; path: string }[] = [
-    { name: 'direct to upstream (baseline)', port: upstream.port, path: '/protect/x' },
-    { name: 'nginx pass-through', port: nginx?.port ?? -1, path: '/pass/x' },
-    { name: 'dpg proxy pass-through', port: proxy.port, path: '/pass/x' },
-    { name: 'dpg proxy + Mask (1 KB JSON)', port: proxy.port, path: '/protect/x' },
-  ];
+    { name: SCENARIO.direct, port: upstream.port, path: '/protect/x' },
+    { name: SCENARIO.nginx, port: nginx?.port ?? -1, path: '/pass/x' },
+    { name: SCENARIO.pass, port: proxy.port, path: '/pass/x' },
+    { name: SCENARIO.mask, port: proxy.port, path: '/protect/x' },
+  ].filter((s) => only === undefined || s.name === SCENARIO.direct || s.name.includes(only));
 
   console.log(`proxy bench: 1 KB JSON POST, open-loop constant rate, median of ${ROUNDS} interleaved rounds of ${MEASURE_MS / 1000} s (after ${WARMUP_MS / 1000} s warm-up)`);
   if (!nginx) console.log('nginx skipped: not installed (apt-get update && apt-get install -y nginx-light   or   nginx)');
+  for (const s of scenarios) if (s.port !== -1) await constantRate(s.port, s.path, Math.max(...RATES), body, FIRST_WARMUP_MS);
   const rounds = new Map<string, Percentiles[]>();
   for (const rate of RATES) {
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of scenarios) {
         if (s.port === -1) continue;
         const key = `${s.name}@${rate}`;
-        rounds.set(key, [...(rounds.get(key) ?? []), await constantRate(s.port, s.path, rate, body)]);
+        const r = await constantRate(s.port, s.path, rate, body);
+        if (VERBOSE) console.log(`  round ${round} ${key}: p50 ${r.p50.toFixed(3)} p99 ${r.p99.toFixed(3)} max ${r.max.toFixed(3)}`);
+        rounds.set(key, [...(rounds.get(key) ?? []), r]);
       }
     }
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const results = new Map<string, Percentiles>();
   for (const [key, rs] of rounds) {
-    results.set(key, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), errors: rs.reduce((a, r) => a + r.errors, 0) });
+    results.set(key, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), errors: rs.reduce((a, r) => a + r.errors, 0) });
   }
   const fmt = (n: number): string => n.toFixed(3).padStart(8);
   console.log(`${'scenario'.padEnd(32)} ${'rate'.padStart(6)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} errors`);
@@ -229,16 +304,18 @@ async function main(): Promise<void> {
       console.log(`${s.name.padEnd(32)} ${String(rate).padStart(6)} ${fmt(r.p50)} ${fmt(r.p99)} ${fmt(r.p50 - base.p50)} ${fmt(r.p99 - base.p99)} ${r.errors}`);
     }
   }
-  const base1k = results.get(`${scenarios[0].name}@1000`) as Percentiles;
-  const mask1k = results.get(`${scenarios[3].name}@1000`) as Percentiles;
-  const pass1k = results.get(`${scenarios[2].name}@1000`) as Percentiles;
-  const nginx1k = results.get(`${scenarios[1].name}@1000`);
-  console.log(`goal: added p99 with Mask at 1,000 req/s <= 2 ms: ${(mask1k.p99 - base1k.p99).toFixed(3)} ms`);
-  if (nginx1k) {
+  const at1k = (name: string): Percentiles | undefined => results.get(`${name}@1000`);
+  const base1k = at1k(SCENARIO.direct) as Percentiles;
+  const mask1k = at1k(SCENARIO.mask);
+  const pass1k = at1k(SCENARIO.pass);
+  const nginx1k = at1k(SCENARIO.nginx);
+  if (mask1k) console.log(`goal: added p99 with Mask at 1,000 req/s <= 2 ms: ${(mask1k.p99 - base1k.p99).toFixed(3)} ms`);
+  if (nginx1k && pass1k) {
     const ratio = (pass1k.p99 - base1k.p99) / Math.max(0.001, nginx1k.p99 - base1k.p99);
     console.log(`goal: pass-through added p99 <= 2x nginx's: dpg +${(pass1k.p99 - base1k.p99).toFixed(3)} ms vs nginx +${(nginx1k.p99 - base1k.p99).toFixed(3)} ms (x${ratio.toFixed(2)})`);
   }
-  for (const c of [upstream.child, proxy.child, nginx?.child]) c?.kill('SIGTERM');
+  const children = [upstream.child, proxy.child, nginx?.child].filter((c) => c !== undefined);
+  await Promise.all(children.map((c) => new Promise((r) => { c.once('exit', r); c.kill('SIGTERM'); })));
 }
 
 const [mode, arg] = process.argv.slice(2);

@@ -3,6 +3,7 @@
 // limit → decode → protect body and query → encode → forward → response phase → audit + metrics.
 
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -58,7 +59,32 @@ export function originOf(target: Target): string {
 /** undici takes `servername` at run time though its types omit it; IPs get none (no SNI). */
 type DispatchWithServername = Dispatcher.RequestOptions & { servername?: string };
 
-function baseOptions(req: IncomingMessage, target: Target, signal: AbortSignal): DispatchWithServername {
+/**
+ * Cancels the upstream side of one exchange when the app's side closes early. undici takes an
+ * EventEmitter with `aborted` and an 'abort' event as its `signal`. Not an AbortController: in
+ * Node 20 each one is an EventTarget re-prototyped with setPrototypeOf, plus an Event on abort; per
+ * request that is allocation the young-generation GC pays for, and GC pauses set the proxy's p99.
+ */
+export class UpstreamCancel extends EventEmitter {
+  aborted = false;
+
+  /** Ties cancellation to the app's response: closed before it finished means the app went away. */
+  static forResponse(res: ServerResponse): UpstreamCancel {
+    const cancel = new UpstreamCancel();
+    res.once('close', () => {
+      if (!res.writableFinished) cancel.abort();
+    });
+    return cancel;
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
+}
+
+function baseOptions(req: IncomingMessage, target: Target, signal: UpstreamCancel): DispatchWithServername {
   return {
     origin: originOf(target),
     path: target.path,
@@ -98,11 +124,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
   /** Untouched streaming both ways, pooled keep-alive upstream. */
   function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
-    const options = baseOptions(req, target, controller.signal);
+    const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
     options.body = hasRequestBody(req.headers) ? req : null;
     agent
       .stream(options, ({ statusCode, headers }) => {
@@ -125,13 +147,10 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     let request: PhaseOutcome | undefined;
     let valuesProtected = 0;
     let valuesFailed = 0;
-    const controller = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
+    const cancel = UpstreamCancel.forResponse(res);
 
     try {
-      const options = baseOptions(req, target, controller.signal);
+      const options = baseOptions(req, target, cancel);
       const headers = options.headers as Record<string, string | string[]>;
 
       if (phases.request) {
@@ -206,7 +225,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         res.end(body);
       }
     } catch (err) {
-      if (controller.signal.aborted || err instanceof BodyAbortedError || isAbort(err)) {
+      if (cancel.aborted || err instanceof BodyAbortedError || isAbort(err)) {
         outcome = 'CLIENT_ABORTED';
         res.destroy();
       } else if (err instanceof ResponsePhaseError) {

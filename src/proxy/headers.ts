@@ -19,11 +19,17 @@ const HOP_BY_HOP = new Set([
 
 type AnyHeaders = IncomingHttpHeaders | Record<string, string | string[] | undefined>;
 
+/** Extra names a Connection header lists; none (no Set per request) for the usual `keep-alive` / `close`. */
 function connectionListed(headers: AnyHeaders): Set<string> | undefined {
   const c = headers.connection;
   if (c === undefined) return undefined;
-  const listed = new Set<string>();
-  for (const v of Array.isArray(c) ? c : [c]) for (const t of v.split(',')) listed.add(t.trim().toLowerCase());
+  let listed: Set<string> | undefined;
+  for (const v of Array.isArray(c) ? c : [c]) {
+    for (const t of v.split(',')) {
+      const name = t.trim().toLowerCase();
+      if (!HOP_BY_HOP.has(name)) (listed ??= new Set<string>()).add(name);
+    }
+  }
   return listed;
 }
 
