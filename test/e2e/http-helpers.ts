@@ -16,28 +16,11 @@ import { startHttpServer } from '../../src/transport/http/server.ts';
 import { testEngine } from '../helpers/engine.ts';
 
 export { API_KEY, CLIENTS, identityConfig } from '../helpers/identity.ts';
-import { API_KEY, identityConfig } from '../helpers/identity.ts';
+import { API_KEY } from '../helpers/identity.ts';
+import { testGatewayConfig } from '../helpers/gateway-config.ts';
 
 export function gatewayConfig(dataDir: string, http: Partial<HttpConfig> = {}, identity: Partial<IdentityConfig> = {}): GatewayConfig {
-  return {
-    file: join(dataDir, 'gateway.yaml'),
-    dataDir,
-    http: {
-      listen: { host: '127.0.0.1', port: 0 },
-      maxBodyBytes: 10 * 1024 * 1024,
-      maxFileBytes: 2 * 1024 * 1024 * 1024,
-      requireTokenForFileProtect: true,
-      shutdownGraceMs: 2000,
-      ...http,
-    },
-    grpc: { listen: { host: '127.0.0.1', port: 0 }, maxMessageBytes: 64 * 1024 * 1024 },
-    identity: identityConfig(join(dataDir, 'identity'), identity),
-    keys: { source: 'generated' },
-    manifests: join(dataDir, 'manifests'),
-    proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
-    limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, maxDocumentBytes: 64 * 1024 * 1024 },
-    logging: { level: 'info' },
-  };
+  return testGatewayConfig(dataDir, { http, identity });
 }
 
 export interface TestGateway {
