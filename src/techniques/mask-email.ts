@@ -37,6 +37,11 @@ export const maskEmailTechnique: Technique<MaskEmailOptions> = {
       const text = scalarText(value);
       const at = text.lastIndexOf('@');
       if (at <= 0 || at === text.length - 1) return maskWhole(text);
+      if (!hasSurrogate(text, at)) {
+        // One UTF-16 unit per character (nearly every address): slice instead of splitting.
+        const kept = Math.min(options.keepFirst, at - 1);
+        return text.slice(0, kept) + runs.of(preserveLength ? at - kept : options.maskLength) + text.slice(at);
+      }
       const local = Array.from(text.slice(0, at));
       const kept = Math.min(options.keepFirst, local.length - 1);
       const hidden = preserveLength ? local.length - kept : options.maskLength;
@@ -50,3 +55,12 @@ export const maskEmailTechnique: Technique<MaskEmailOptions> = {
     };
   },
 };
+
+/** Whether text[0..end) holds a surrogate (a character written with two UTF-16 units). */
+function hasSurrogate(text: string, end: number): boolean {
+  for (let i = 0; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdfff) return true;
+  }
+  return false;
+}

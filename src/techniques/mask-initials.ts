@@ -3,7 +3,7 @@
 
 import type { Scalar } from '../core/types.ts';
 import { OptionReader } from './option-reader.ts';
-import { maskablePredicate, scalarText } from './masker.ts';
+import { asciiTable, latin1Scratch, maskablePredicate, scalarText } from './masker.ts';
 import type { CompiledTechnique, Technique } from './technique.ts';
 
 export interface MaskInitialsOptions {
@@ -23,10 +23,36 @@ export const maskInitialsTechnique: Technique<MaskInitialsOptions> = {
 
   compile(options): CompiledTechnique {
     const isWordChar = maskablePredicate('alphanumeric');
+    const wordChar = asciiTable('alphanumeric');
+    const maskCode = options.maskChar.charCodeAt(0);
+    const latin1Mask = options.maskChar.length === 1 && maskCode < 256;
+    // ASCII text (nearly every name) is built in one shared byte buffer: no per-character strings.
+    const forwardAscii = (text: string): string | undefined => {
+      const n = text.length;
+      const buf = latin1Scratch(n);
+      let inWord = false;
+      for (let i = 0; i < n; i++) {
+        const c = text.charCodeAt(i);
+        if (c >= 128) return undefined;
+        if (wordChar[c] === 1) {
+          buf[i] = inWord ? maskCode : c;
+          inWord = true;
+        } else {
+          buf[i] = c;
+          inWord = false;
+        }
+      }
+      return buf.toString('latin1', 0, n);
+    };
     const forward = (value: Scalar): Scalar => {
+      const text = scalarText(value);
+      if (latin1Mask) {
+        const fast = forwardAscii(text);
+        if (fast !== undefined) return fast;
+      }
       let out = '';
       let inWord = false;
-      for (const ch of scalarText(value)) {
+      for (const ch of text) {
         if (!isWordChar(ch)) {
           inWord = false;
           out += ch;

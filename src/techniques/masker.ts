@@ -8,7 +8,8 @@ export type MaskableSet = 'alphanumeric' | 'digits' | 'all';
 const WIDE_ALNUM = /^[\p{L}\p{N}\p{M}]$/u;
 const WIDE_DIGIT = /^\p{Nd}$/u;
 
-function asciiTable(set: MaskableSet): Uint8Array {
+/** 1 for each ASCII code the set masks, 0 otherwise. */
+export function asciiTable(set: MaskableSet): Uint8Array {
   const table = new Uint8Array(128);
   for (let c = 0; c < 128; c++) {
     const digit = c >= 48 && c <= 57;
@@ -100,7 +101,7 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
     // read it back as a single flat string. Concatenating runs and slices instead builds a chain of
     // rope strings per value, which dominated garbage collection on large columns.
     if (!latin1Mask) return wideMask(value);
-    const buf = n <= scratch.length ? scratch : Buffer.allocUnsafe(n);
+    const buf = latin1Scratch(n);
     let ordinal = 0;
     for (let i = 0; i < n; i++) {
       const c = value.charCodeAt(i);
@@ -115,6 +116,14 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
 
 /** Scratch space for the ASCII path; single-threaded and fully rewritten before each read. */
 const scratch = Buffer.allocUnsafe(4096);
+
+/**
+ * A byte buffer of at least `length` bytes for building one latin1 string (read it back with
+ * `toString('latin1', 0, length)` before the next call: it is shared).
+ */
+export function latin1Scratch(length: number): Buffer {
+  return length <= scratch.length ? scratch : Buffer.allocUnsafe(length);
+}
 
 /** The text a technique works on for a non-string scalar (numbers are masked as their JSON text). */
 export function scalarText(value: string | number | boolean | null): string {
