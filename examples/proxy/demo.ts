@@ -2,7 +2,7 @@
 // "app" that reaches the partner through the forward proxy (HTTPS, intercepted) and through a
 // reverse listener. Prints what the partner actually received. Everything stays on 127.0.0.1.
 //
-//   node --import tsx examples/proxy/demo.ts
+//   node --import ./scripts/ts-loader.mjs examples/proxy/demo.ts
 
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
