@@ -135,15 +135,3 @@ export function multipart(parts: { name: string; filename?: string; contentType?
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
-
-/** True when the engine protects this data type yet (XML/SQL/LIST land in stages). */
-export function engineSupports(engine: Engine, dataSetType: 'XML' | 'SQL' | 'LIST'): boolean {
-  const sample = { XML: '<a/>', SQL: 'SELECT 1', LIST: 'a\n1\n' }[dataSetType];
-  try {
-    engine.protectDocument({ manifestName: 'customer', jobType: 'Mask', dataSetType, context: { requestId: 'probe' } }, sample);
-    return true;
-  } catch (err) {
-    return !(err instanceof Error && /not supported yet/.test(err.message));
-  }
-}
-
