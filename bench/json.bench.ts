@@ -2,6 +2,7 @@
 // the same text, the do-nothing limit of any parse-protect-serialise design. Goal: >= 0.5x.
 
 import { testEngine, job } from '../test/helpers/engine.ts';
+import { timeLoop } from './timing.ts';
 
 const engine = testEngine();
 const spec = job('card-masking', 'Mask');
@@ -26,19 +27,6 @@ function makeDocument(): string {
   return JSON.stringify({ records });
 }
 
-/** Documents per second of `fn` over about `ms` milliseconds. */
-function rate(fn: () => unknown, ms: number): number {
-  let n = 0;
-  const start = process.hrtime.bigint();
-  let elapsed = 0;
-  while (elapsed < ms) {
-    fn();
-    n++;
-    elapsed = Number(process.hrtime.bigint() - start) / 1e6;
-  }
-  return (n / elapsed) * 1000;
-}
-
 const text = makeDocument();
 const mb = text.length / 1e6;
 console.log(`document: ${mb.toFixed(2)} MB, ${JSON.parse(text).records.length} records, 10% of values masked`);
@@ -52,8 +40,8 @@ for (let i = 0; i < 20; i++) {
 let baseline = 0;
 let ours = 0;
 for (let round = 0; round < 6; round++) {
-  baseline = Math.max(baseline, rate(baselineFn, 700));
-  ours = Math.max(ours, rate(oursFn, 700));
+  baseline = Math.max(baseline, timeLoop(baselineFn, 700).perSecond);
+  ours = Math.max(ours, timeLoop(oursFn, 700).perSecond);
 }
 console.log(`${'baseline JSON.parse + JSON.stringify'.padEnd(44)} ${baseline.toFixed(1).padStart(8)} docs/s`);
 console.log(`${'dpg protect (Mask, card-masking)'.padEnd(44)} ${ours.toFixed(1).padStart(8)} docs/s`);

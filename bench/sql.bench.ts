@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type { Scalar } from '../src/core/types.ts';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
 import { protectSql } from '../src/formats/sql.ts';
+import { timeLoop } from './timing.ts';
 
 const mask: FieldAction = {
   removes: () => false,
@@ -34,19 +35,9 @@ function buildScript(statements: number): string {
 }
 
 function measure(label: string, budgetMs: number, statements: number, run: () => unknown): number {
-  for (let i = 0; i < 2; i++) run(); // warm up
-  let iterations = 0;
-  const start = performance.now();
-  let elapsed = 0;
-  while (elapsed < budgetMs) {
-    run();
-    iterations++;
-    elapsed = performance.now() - start;
-  }
-  const perOp = elapsed / iterations;
-  const rate = (statements * iterations) / (elapsed / 1000);
-  console.log(`${label.padEnd(52)} ${perOp.toFixed(1).padStart(8)} ms/script  ${rate.toFixed(0).padStart(7)} statements/s`);
-  return perOp;
+  const { perOpMs, perSecond } = timeLoop(run, budgetMs, 2);
+  console.log(`${label.padEnd(52)} ${perOpMs.toFixed(1).padStart(8)} ms/script  ${(statements * perSecond).toFixed(0).padStart(7)} statements/s`);
+  return perOpMs;
 }
 
 const statements = 1000;

@@ -6,6 +6,7 @@ import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
 import { flattenXml, xmlCodec } from '../src/formats/xml.ts';
 import type { Scalar } from '../src/core/types.ts';
+import { timeLoop } from './timing.ts';
 
 const mask: FieldAction = {
   removes: () => false,
@@ -58,18 +59,9 @@ function buildDocument(targetBytes: number): { xml: string; records: number } {
 }
 
 function measure(label: string, budgetMs: number, run: () => unknown): number {
-  for (let i = 0; i < 5; i++) run(); // warm up
-  let iterations = 0;
-  const start = performance.now();
-  let elapsed = 0;
-  while (elapsed < budgetMs) {
-    run();
-    iterations++;
-    elapsed = performance.now() - start;
-  }
-  const perOp = elapsed / iterations;
-  console.log(`${label.padEnd(48)} ${perOp.toFixed(2).padStart(8)} ms/op  ${(iterations / (elapsed / 1000)).toFixed(1).padStart(7)} ops/s`);
-  return perOp;
+  const { perOpMs, perSecond } = timeLoop(run, budgetMs, 5);
+  console.log(`${label.padEnd(48)} ${perOpMs.toFixed(2).padStart(8)} ms/op  ${perSecond.toFixed(1).padStart(7)} ops/s`);
+  return perOpMs;
 }
 
 const { xml, records } = buildDocument(1024 * 1024);

@@ -276,17 +276,8 @@ export class CsvTokenizer {
           }
           this.endField(buf, fieldStart, i, i - recordStart, false);
           i++;
-          if (c === delim) {
-            state = State.FieldStart;
-          } else {
-            this.emitRecord(true);
-            this.line++;
-            if (c === CR) state = State.AfterCr;
-            else {
-              state = State.FieldStart;
-              recordStart = i;
-            }
-          }
+          state = this.afterFieldEnd(c, delim);
+          if (c === LF) recordStart = i;
           break;
         }
 
@@ -320,17 +311,8 @@ export class CsvTokenizer {
           // The field's raw bytes run up to (and include) the closing quote just before i.
           this.endField(buf, fieldStart, i, i - recordStart, true);
           i++;
-          if (c === delim) {
-            state = State.FieldStart;
-          } else {
-            this.emitRecord(true);
-            this.line++;
-            if (c === CR) state = State.AfterCr;
-            else {
-              state = State.FieldStart;
-              recordStart = i;
-            }
-          }
+          state = this.afterFieldEnd(c, delim);
+          if (c === LF) recordStart = i;
           break;
         }
       }
@@ -349,6 +331,17 @@ export class CsvTokenizer {
       if (this.rowBytesBefore > this.maxRowBytes) throw this.rowTooLarge();
     }
     this.state = state;
+  }
+
+  /**
+   * The state after a field closed on `c` (the delimiter, LF or CR); a line break also ends the
+   * record. After LF the caller starts the next record at the following byte.
+   */
+  private afterFieldEnd(c: number, delim: number): State {
+    if (c === delim) return State.FieldStart;
+    this.emitRecord(true);
+    this.line++;
+    return c === CR ? State.AfterCr : State.FieldStart;
   }
 
   /** Closes a field whose raw bytes end at `end` (exclusive) in `buf`, after any carried pieces. */

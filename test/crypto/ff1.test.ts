@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createCipheriv } from 'node:crypto';
 import { FF1 as nobleFF1 } from '@noble/ciphers/ff1.js';
 import { FF1, FF1_MAX_LENGTH, ff1DomainSize, ff1Errors, ff1MinLength } from '../../src/crypto/ff1.ts';
+import { rng } from '../helpers/rng.ts';
 
 interface NistCase {
   sample: number;
@@ -25,18 +26,6 @@ const toNumerals = (s: string): number[] => [...s].map((c) => ALPHABET.indexOf(c
 const toText = (x: ArrayLike<number>): string => Array.from(x, (d) => ALPHABET[d]).join('');
 const hex = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'hex'));
 
-/** Deterministic PRNG so a failure is reproducible. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 2 ** 32;
-  };
-}
 
 function randomBytes(rand: () => number, n: number): Uint8Array {
   const out = new Uint8Array(n);

@@ -8,19 +8,8 @@ import { bindTechnique, ctxOf, fakeKeys } from './fake-keys.ts';
 import { FF1 } from '../../src/crypto/ff1.ts';
 import { ValueError } from '../../src/techniques/technique.ts';
 import type { Scalar } from '../../src/core/types.ts';
+import { rng } from '../helpers/rng.ts';
 
-/** Deterministic PRNG so the generated values never change. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 2 ** 32;
-  };
-}
 
 function pick(next: () => number, chars: string, min: number, max: number): string {
   const n = min + Math.floor(next() * (max - min + 1));
