@@ -12,7 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify';
-import { createListProtectStream, type ListOptions } from '../src/formats/list.ts';
+import { createListProtectStream, type ListOptions } from '../src/formats/list/codec.ts';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
 import type { Scalar } from '../src/core/types.ts';
 

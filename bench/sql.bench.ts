@@ -5,7 +5,7 @@
 import { createRequire } from 'node:module';
 import type { Scalar } from '../src/core/types.ts';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
-import { protectSql } from '../src/formats/sql.ts';
+import { protectSql } from '../src/formats/sql/index.ts';
 import { timeLoop } from './timing.ts';
 
 const mask: FieldAction = {

@@ -4,7 +4,7 @@
 
 import { XMLBuilder, XMLParser } from 'fast-xml-parser';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
-import { flattenXml, xmlCodec } from '../src/formats/xml.ts';
+import { flattenXml, xmlCodec } from '../src/formats/xml/index.ts';
 import type { Scalar } from '../src/core/types.ts';
 import { timeLoop } from './timing.ts';
 

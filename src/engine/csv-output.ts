@@ -7,10 +7,10 @@ import { pipeline } from 'node:stream/promises';
 import { DpgError } from '../core/errors.ts';
 import type { JobSpec, ProtectSummary } from '../core/types.ts';
 import type { Codecs } from '../formats/registry.ts';
-import { createFlatTableCsvStream } from '../formats/csv-writer.ts';
-import { createListProtectStream } from '../formats/list.ts';
-import { flattenJsonStream } from '../formats/flatten-json-stream.ts';
-import { protectJsonValue } from '../formats/json.ts';
+import { createFlatTableCsvStream } from '../formats/list/csv-writer.ts';
+import { createListProtectStream } from '../formats/list/codec.ts';
+import { flattenJsonStream } from '../formats/json/flatten-stream.ts';
+import { protectJsonValue } from '../formats/json/codec.ts';
 import type { Engine } from './types.ts';
 
 export interface CsvOutputLimits {

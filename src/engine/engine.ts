@@ -11,7 +11,7 @@ import { loadManifestDir } from '../manifest/load.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
-import { parseJsonText, protectJsonValue } from '../formats/json.ts';
+import { parseJsonText, protectJsonValue } from '../formats/json/codec.ts';
 import { protectToCsv } from './csv-output.ts';
 import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
 

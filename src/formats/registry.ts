@@ -2,13 +2,13 @@
 
 import type { DataSetType } from '../core/types.ts';
 import type { DocumentCodec, Flattener } from './codec.ts';
-import { createJsonCodec } from './json.ts';
-import { createXmlCodec } from './xml-codec.ts';
-import { sqlCodec } from './sql-codec.ts';
-import { listCodec } from './list.ts';
-import { createJsonFlattener } from './flatten-json.ts';
-import { createXmlFlattener } from './xml-flatten.ts';
-import { flattenSql } from './sql-flatten.ts';
+import { createJsonCodec } from './json/codec.ts';
+import { createXmlCodec } from './xml/codec.ts';
+import { sqlCodec } from './sql/codec.ts';
+import { listCodec } from './list/codec.ts';
+import { createJsonFlattener } from './json/flatten.ts';
+import { createXmlFlattener } from './xml/flatten.ts';
+import { flattenSql } from './sql/flatten.ts';
 
 export interface CodecLimits {
   readonly maxDepth: number;

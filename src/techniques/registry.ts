@@ -2,24 +2,24 @@
 // selector option (Mask `style`, Anonymise `method`, Pseudonymise `format`, Encrypt `mode`).
 
 import type { ForwardJobType } from '../core/types.ts';
-import { generaliseDateTechnique } from './anonymise-generalise-date.ts';
-import { generaliseNumberTechnique } from './anonymise-generalise-number.ts';
-import { generalisePrefixTechnique } from './anonymise-generalise-prefix.ts';
-import { hashTechnique } from './anonymise-hash.ts';
-import { nullifyTechnique } from './anonymise-nullify.ts';
-import { redactTechnique } from './anonymise-redact.ts';
-import { encryptTechnique } from './encrypt.ts';
-import { fpeCardTechnique } from './fpe-card.ts';
-import { fpeDigitsTechnique } from './fpe-digits.ts';
-import { fpeEmailTechnique } from './fpe-email.ts';
-import { fpeIbanTechnique } from './fpe-iban.ts';
-import { fpeNameTechnique } from './fpe-name.ts';
-import { fpePhoneTechnique } from './fpe-phone.ts';
-import { fpeTextTechnique } from './fpe-text.ts';
-import { maskEmailTechnique } from './mask-email.ts';
-import { maskInitialsTechnique } from './mask-initials.ts';
-import { maskTechnique } from './mask.ts';
-import { dateShiftTechnique } from './pseudonymise-date.ts';
+import { generaliseDateTechnique } from './anonymise/generalise-date.ts';
+import { generaliseNumberTechnique } from './anonymise/generalise-number.ts';
+import { generalisePrefixTechnique } from './anonymise/generalise-prefix.ts';
+import { hashTechnique } from './anonymise/hash.ts';
+import { nullifyTechnique } from './anonymise/nullify.ts';
+import { redactTechnique } from './anonymise/redact.ts';
+import { encryptTechnique } from './encrypt/encrypt.ts';
+import { fpeCardTechnique } from './pseudonymise/card.ts';
+import { fpeDigitsTechnique } from './pseudonymise/digits.ts';
+import { fpeEmailTechnique } from './pseudonymise/email.ts';
+import { fpeIbanTechnique } from './pseudonymise/iban.ts';
+import { fpeNameTechnique } from './pseudonymise/name.ts';
+import { fpePhoneTechnique } from './pseudonymise/phone.ts';
+import { fpeTextTechnique } from './pseudonymise/text.ts';
+import { maskEmailTechnique } from './mask/email.ts';
+import { maskInitialsTechnique } from './mask/initials.ts';
+import { maskTechnique } from './mask/plain.ts';
+import { dateShiftTechnique } from './pseudonymise/date-shift.ts';
 import { restrictTechnique } from './restrict.ts';
 import { TechniqueOptionError, type Technique } from './technique.ts';
 

@@ -18,7 +18,7 @@ interface NistCase {
 }
 
 const vectors = JSON.parse(
-  readFileSync(new URL('../../../shared/test-vectors/ff1-nist-sp800-38g.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../vectors/ff1-nist-sp800-38g.json', import.meta.url), 'utf8'),
 ) as { cases: NistCase[] };
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';

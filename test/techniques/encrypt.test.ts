@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { bindTechnique, ctxOf, fakeKeys, reasonOf } from './fake-keys.ts';
 import { techniqueFor } from '../../src/techniques/registry.ts';
-import { decodePlaintext, encodePlaintext, parseToken } from '../../src/techniques/ciphertext-token.ts';
+import { decodePlaintext, encodePlaintext, parseToken } from '../../src/techniques/encrypt/ciphertext-token.ts';
 import { TechniqueOptionError } from '../../src/techniques/technique.ts';
 import type { Scalar } from '../../src/core/types.ts';
 

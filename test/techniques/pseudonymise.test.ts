@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { bindTechnique, ctxOf, fakeKeys, reasonOf } from './fake-keys.ts';
 import { techniqueFor } from '../../src/techniques/registry.ts';
-import { isLuhnValid } from '../../src/techniques/fpe-card.ts';
-import { isValidIban } from '../../src/techniques/fpe-iban.ts';
+import { isLuhnValid } from '../../src/techniques/pseudonymise/card.ts';
+import { isValidIban } from '../../src/techniques/pseudonymise/iban.ts';
 import { TechniqueOptionError, ValueError, type BoundTechnique } from '../../src/techniques/technique.ts';
 import type { Scalar } from '../../src/core/types.ts';
 

@@ -1,0 +1,26 @@
+// `dpg validate`: loads the config, the keyring and every manifest; any problem is printed with file:line.
+
+import { ConfigError } from '../../core/errors.ts';
+import { loadConfig } from '../../config/load.ts';
+import { buildEngine, checkConfigReferences } from '../../engine/build.ts';
+import { parseFlags, type Command } from '../command.ts';
+
+export const validateCommand: Command = {
+  name: 'validate',
+  summary: 'check the config, the keyring and every manifest',
+  usage: `dpg validate [--config FILE]
+    Checks the config, the keyring and every manifest; prints each problem with file and line.`,
+  run(args, io) {
+    const { values } = parseFlags(args, { config: { type: 'string' } });
+    const { config, problems } = loadConfig({ file: values.config as string | undefined });
+    if (!config) throw new ConfigError(problems);
+    const { engine } = buildEngine(config);
+    const refs = checkConfigReferences(config, engine);
+    if (refs.length > 0) throw new ConfigError(refs);
+    io.stdout.write(`config ${config.file}: ok\n`);
+    for (const name of engine.manifestNames()) {
+      io.stdout.write(`${engine.manifest(name)!.explain().join('\n')}\n`);
+    }
+    return 0;
+  },
+};

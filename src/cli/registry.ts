@@ -1,0 +1,10 @@
+// Every `dpg` subcommand, in the order `dpg --help` lists them. Adding one is its file in commands/
+// and one line here.
+
+import type { Command } from './command.ts';
+import { serveCommand } from './commands/serve.ts';
+import { protectCommand } from './commands/protect.ts';
+import { validateCommand } from './commands/validate.ts';
+import { hashSecretCommand } from './commands/hash-secret.ts';
+
+export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand];

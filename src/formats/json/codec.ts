@@ -1,0 +1,150 @@
+// JSON codec: parse once, protect in place, serialise once. A key whose name (or path) matches a rule
+// protects every scalar beneath it, so `"name": {"first": …}` is not left in clear; a nested key
+// with its own rule wins. Keys such as `__proto__` stay plain data (JSON.parse makes them own
+// properties; writes go through defineProperty).
+
+import { DpgError } from '../../core/errors.ts';
+import type { Scalar } from '../../core/types.ts';
+import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
+
+export interface JsonLimits {
+  /** Deepest nesting accepted. */
+  readonly maxDepth: number;
+}
+
+const DEFAULT_LIMITS: JsonLimits = { maxDepth: 256 };
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** Parses JSON text, reporting a position but never the text itself. */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new DpgError('MALFORMED_DATA_SET', `JSON does not parse${positionOf(text, err)}`);
+  }
+}
+
+function positionOf(text: string, err: unknown): string {
+  const m = /position (\d+)/.exec(err instanceof Error ? err.message : '');
+  if (!m) return text.trim() === '' ? ': the document is empty' : '';
+  const pos = Number(m[1]);
+  let line = 1;
+  let col = 1;
+  for (let i = 0; i < pos && i < text.length; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      col = 1;
+    } else col++;
+  }
+  return ` at line ${line}, column ${col}`;
+}
+
+function childPath(parent: string, key: string): string {
+  return IDENTIFIER.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key)}]`;
+}
+
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** Walks a parsed JSON value, protecting it in place. */
+class JsonWalker {
+  private readonly usesPaths: boolean;
+  /** Keys and indexes from the root to the node being visited; paths are built from it only on demand. */
+  private readonly trail: (string | number)[] = [];
+
+  constructor(
+    private readonly resolver: FieldResolver,
+    private readonly limits: JsonLimits,
+  ) {
+    this.usesPaths = resolver.usesPaths;
+  }
+
+  /**
+   * Protects the root; returns the (possibly replaced) root value. `inherited` applies to the
+   * whole document (a gRPC JSON cell under a matched label), like a matched key's value.
+   */
+  run(root: unknown, inherited?: FieldAction): unknown {
+    if (root === null || typeof root !== 'object') return inherited ? inherited.apply(root as Scalar, '$') : root;
+    this.visit(root as object, inherited, 1);
+    return root;
+  }
+
+  private pathTo(last: string | number): string {
+    let p = '$';
+    for (const step of this.trail) p = typeof step === 'number' ? `${p}[${step}]` : childPath(p, step);
+    return typeof last === 'number' ? `${p}[${last}]` : childPath(p, last);
+  }
+
+  private visit(node: object, inherited: FieldAction | undefined, depth: number): void {
+    if (depth > this.limits.maxDepth) {
+      throw new DpgError('MALFORMED_DATA_SET', `JSON nesting is deeper than the limit of ${this.limits.maxDepth} levels`);
+    }
+    const trail = this.trail;
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const v = node[i];
+        if (v !== null && typeof v === 'object') {
+          trail.push(i);
+          this.visit(v, inherited, depth + 1);
+          trail.pop();
+        } else if (inherited) node[i] = inherited.apply(v as Scalar, () => this.pathTo(i));
+      }
+      return;
+    }
+    const obj = node as Record<string, unknown>;
+    for (const key of Object.keys(obj)) {
+      const action = this.resolver.resolve(key, this.usesPaths ? this.pathTo(key) : undefined) ?? inherited;
+      const v = obj[key];
+      if (action === undefined) {
+        if (v !== null && typeof v === 'object') {
+          trail.push(key);
+          this.visit(v, undefined, depth + 1);
+          trail.pop();
+        }
+        continue;
+      }
+      if (action.removes(v)) {
+        delete obj[key];
+        continue;
+      }
+      if (v !== null && typeof v === 'object') {
+        trail.push(key);
+        this.visit(v, action, depth + 1);
+        trail.pop();
+      } else {
+        const out = action.apply(v as Scalar, () => this.pathTo(key));
+        if (out !== v) setOwn(obj, key, out);
+      }
+    }
+  }
+}
+
+/**
+ * Protects a parsed JSON value in place (the doors hand over values they parsed themselves).
+ * With `inherited`, every scalar of the document gets that action unless a key has its own rule.
+ */
+export function protectJsonValue(
+  value: unknown,
+  resolver: FieldResolver,
+  limits: JsonLimits = DEFAULT_LIMITS,
+  inherited?: FieldAction,
+): unknown {
+  return new JsonWalker(resolver, limits).run(value, inherited);
+}
+
+export function createJsonCodec(limits: JsonLimits = DEFAULT_LIMITS): DocumentCodec {
+  return {
+    type: 'JSON',
+    protect(input: string | unknown, resolver: FieldResolver, _options: CodecOptions): string | unknown {
+      if (typeof input === 'string') {
+        const out = protectJsonValue(parseJsonText(input), resolver, limits);
+        return JSON.stringify(out);
+      }
+      return protectJsonValue(input, resolver, limits);
+    },
+  };
+}
+
+export const jsonCodec: DocumentCodec = createJsonCodec();

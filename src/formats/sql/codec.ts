@@ -1,0 +1,330 @@
+// The SQL codec: protects literals bound to protected columns (INSERT values, SET assignments,
+// comparisons) by splicing new literals into the original text; every other byte stays as written.
+
+import { DpgError } from '../../core/errors.ts';
+import type { Scalar } from '../../core/types.ts';
+import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
+import type { SqlBinding } from './bindings.ts';
+import { sqlDialect, type SqlDialect } from './dialects.ts';
+import { decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
+import {
+  DEFAULT_SQL_LIMITS,
+  readSqlScript,
+  tokenLiteralKey,
+  type ColumnName,
+  type LiteralSlot,
+  type SqlLimits,
+  type SqlScript,
+  type SqlStatement,
+  type ValueItem,
+} from './script.ts';
+
+interface Edit {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** Protects a SQL script. Throws MALFORMED_DATA_SET, PAYLOAD_TOO_LARGE or INVALID_REQUEST (dialect). */
+export function protectSql(sql: string, resolver: FieldResolver, options: CodecOptions, limits: SqlLimits = DEFAULT_SQL_LIMITS): string {
+  const dialect = sqlDialect(options.sqlDialect);
+  const script = readSqlScript(sql, dialect, limits);
+  const protector = new ScriptProtector(script, resolver);
+  for (const statement of script.statements) protector.statement(statement);
+  return splice(sql, protector.edits);
+}
+
+export const sqlCodec: DocumentCodec = {
+  type: 'SQL',
+  protect(input: string | unknown, resolver: FieldResolver, options: CodecOptions): string {
+    if (typeof input !== 'string') throw new DpgError('MALFORMED_DATA_SET', 'SQL data set must be text');
+    return protectSql(input, resolver, options);
+  },
+};
+
+/** Value of a literal as the technique sees it. */
+export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
+  switch (slot.kind) {
+    case 'null':
+      return null;
+    case 'bool':
+      return slot.token.text === 'TRUE';
+    case 'number':
+      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative);
+    default:
+      return decodeString(script.sql, slot.token, script.dialect);
+  }
+}
+
+class ScriptProtector {
+  readonly edits: Edit[] = [];
+  private readonly edited = new Set<number>();
+  private readonly actions = new Map<string, FieldAction | undefined>();
+  private readonly sql: string;
+  private readonly dialect: SqlDialect;
+
+  constructor(
+    private readonly script: SqlScript,
+    private readonly resolver: FieldResolver,
+  ) {
+    this.sql = script.sql;
+    this.dialect = script.dialect;
+  }
+
+  statement(st: SqlStatement): void {
+    this.checkReliable(st);
+    this.checkBindings(st);
+    // Comparisons first: where a comparison sits inside a SET or VALUES expression, its own column wins.
+    for (const cmp of st.comparisons) {
+      const path = this.pathOf(st, cmp.column, undefined);
+      const action = this.action(cmp.column.name, path);
+      if (action === undefined) continue;
+      for (const slot of cmp.slots) {
+        const value = literalValue(this.script, slot);
+        if (action.removes(value)) {
+          if (cmp.operator === '<=>') {
+            throw new DpgError('MALFORMED_DATA_SET', `A removed column is compared with <=> at ${this.where(slot.start)}: it cannot be protected without changing which rows match`);
+          }
+          // An unknown comparison never widens what a WHERE matches: the safe stand-in for a removed value.
+          this.replace(slot, 'NULL');
+        } else {
+          this.applyOne(action, slot, value, path ?? cmp.column.name);
+        }
+      }
+    }
+    if (st.insert !== undefined) this.insert(st);
+    for (const list of st.assignmentLists) {
+      const removed: number[] = [];
+      list.items.forEach((assignment, k) => {
+        const path = this.pathOf(st, assignment.column, list.table);
+        const action = this.action(assignment.column.name, path);
+        if (action === undefined) return;
+        if (action.removes(this.itemValue(assignment.item))) removed.push(k);
+        else this.applyItem(action, assignment.item, path ?? assignment.column.name);
+      });
+      if (removed.length === 0) continue;
+      if (removed.length === list.items.length) {
+        if (list.clauseStart === undefined) {
+          this.drop(st);
+          return;
+        }
+        this.edits.push({ start: list.clauseStart, end: list.items[list.items.length - 1].end, text: list.emptyClause });
+      } else {
+        this.removeFromList(list.items, removed);
+      }
+    }
+  }
+
+  private insert(st: SqlStatement): void {
+    const insert = st.insert!;
+    if (st.insertWithoutColumns) {
+      throw new DpgError('MALFORMED_DATA_SET', `INSERT at ${this.where(st.start)} has no column list: its values cannot be matched to protected columns; name the columns`);
+    }
+    const removed: number[] = [];
+    insert.columns.forEach((column, c) => {
+      const path = this.pathOf(st, column, insert.table);
+      const action = this.action(column.name, path);
+      if (action === undefined) return;
+      const items = insert.rows.map((row) => row[c]).filter((item): item is ValueItem => item !== undefined);
+      if (items.some((item) => action.removes(this.itemValue(item)))) {
+        removed.push(c);
+        return;
+      }
+      const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
+      if (literals.length > 0) {
+        const slots = literals.map((item) => item.literal!);
+        const values = slots.map((slot) => literalValue(this.script, slot));
+        const label = path ?? column.name;
+        const results = action.applyBatch(values, (k) => `${label} at ${this.where(slots[k].start)}`);
+        for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
+      }
+      for (const item of items) if (item.literal === undefined) this.applyItem(action, item, path ?? column.name);
+    });
+    if (removed.length === 0) return;
+    if (removed.length === insert.columns.length) {
+      this.drop(st);
+      return;
+    }
+    this.removeFromList(insert.columns, removed);
+    for (const row of insert.rows) this.removeFromList(row, removed);
+  }
+
+  /** Refuses statements whose reading did not match the parser's, when they touch protected columns. */
+  private checkReliable(st: SqlStatement): void {
+    const involved = (name: string, qualifier: string | undefined, table: string | undefined): boolean =>
+      this.action(name, this.pathOf(st, { name, qualifier, start: 0, end: 0 }, table)) !== undefined;
+    if (st.mismatches.length > 0) {
+      const touches =
+        (st.insert?.columns.some((c) => involved(c.name, c.qualifier, st.insert!.table)) ?? false) ||
+        st.assignmentLists.some((l) => l.items.some((a) => involved(a.column.name, a.column.qualifier, l.table))) ||
+        st.astComparisons.some((c) => involved(c.column, c.qualifier, undefined)) ||
+        (st.insert !== undefined && st.insert.columns.length === 0);
+      if (touches) throw this.unreadable(st, st.mismatches[0]);
+    }
+    // Every comparison the parser saw on a protected column must be one we found on the tokens.
+    const found = new Map<string, number>();
+    for (const cmp of st.comparisons) {
+      for (const slot of cmp.slots) {
+        const key = cmp.column.name.toLowerCase() + '\u0000' + tokenLiteralKey(this.sql, slot);
+        found.set(key, (found.get(key) ?? 0) + 1);
+      }
+    }
+    for (const cmp of st.astComparisons) {
+      if (!involved(cmp.column, cmp.qualifier, undefined)) continue;
+      for (const literalKey of cmp.keys) {
+        const key = cmp.column.toLowerCase() + '\u0000' + literalKey;
+        const left = found.get(key) ?? 0;
+        if (left === 0) throw this.unreadable(st, 'a comparison on a protected column');
+        found.set(key, left - 1);
+      }
+    }
+  }
+
+  private unreadable(st: SqlStatement, what: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL statement at ${this.where(st.start)} could not be read reliably (${what}); protected values cannot be located`,
+    );
+  }
+
+  private action(name: string, path: string | undefined): FieldAction | undefined {
+    const key = path === undefined ? name : name + '\u0000' + path;
+    if (this.actions.has(key)) return this.actions.get(key);
+    const action = this.resolver.resolve(name, path);
+    this.actions.set(key, action);
+    return action;
+  }
+
+  /** `table.column` when paths are in use; the table comes from the qualifier, the list's table or the statement's only table. */
+  private pathOf(st: SqlStatement, column: ColumnName, table: string | undefined): string | undefined {
+    if (!this.resolver.usesPaths) return undefined;
+    const owner =
+      column.qualifier !== undefined ? (st.tables.get(column.qualifier.toLowerCase()) ?? column.qualifier) : (table ?? st.defaultTable);
+    return owner === undefined ? column.name : `${owner}.${column.name}`;
+  }
+
+  private where(offset: number): string {
+    const { line, column } = this.script.positions.lineColumn(offset);
+    return `${line}:${column}`;
+  }
+
+  /** The value a Restrict decision is asked about: the literal, or an expression's text. */
+  private itemValue(item: ValueItem): Scalar {
+    if (item.literal !== undefined) return literalValue(this.script, item.literal);
+    return this.sql.slice(item.start, item.end);
+  }
+
+  private applyItem(action: FieldAction, item: ValueItem, column: string): void {
+    if (item.literal !== undefined) {
+      if (!this.edited.has(item.literal.start)) this.applyOne(action, item.literal, literalValue(this.script, item.literal), column);
+      return;
+    }
+    // Protecting an expression's literals one by one leaks: masking CONCAT('123-45', '-6789') piecewise keeps most
+    // of the value, and the pieces of a deterministic cipher no longer match the whole. Refuse instead.
+    if (item.inner.length > 0) throw this.expressionRefused(`protected column ${column}`, 'an expression', item.start);
+  }
+
+  /**
+   * Refuses values that reach a protected column other than as one literal: an expression or subquery compared
+   * with it, a SELECT output named after it, or a literal read into it through a WITH or derived table.
+   */
+  private checkBindings(st: SqlStatement): void {
+    if (st.bindings.length === 0) return;
+    const tainted = new Set<string>();
+    /** How the binding reaches a protected column, for the message; undefined when it does not. */
+    const protectedColumn = (binding: SqlBinding): string | undefined => {
+      for (const column of binding.columns) {
+        const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
+        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${column}`;
+      }
+      for (const column of binding.columns) {
+        // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
+        if (column === '*') return 'a column the INSERT does not name';
+        if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${column}, which is read into a protected column`;
+      }
+      return undefined;
+    };
+    // A protected value that reads other columns makes them protected too, through any number of WITH/derived levels.
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const binding of st.bindings) {
+        if (protectedColumn(binding) === undefined) continue;
+        for (const read of binding.reads) {
+          if (!tainted.has(read)) {
+            tainted.add(read);
+            changed = true;
+          }
+        }
+      }
+    }
+    for (const binding of st.bindings) {
+      if (!binding.literal) continue;
+      const column = protectedColumn(binding);
+      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    }
+  }
+
+  /** `target` names the column and how it is protected ("protected column ssn"); never a value. */
+  private expressionRefused(target: string, construct: string, offset: number): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} passes literal data to ${target} through ${construct}, where it cannot be ` +
+        'protected as one value; send the value as a single literal or a parameter',
+    );
+  }
+
+  private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
+    const result = action.apply(value, () => `${label} at ${this.where(slot.start)}`);
+    this.write(slot, value, result);
+  }
+
+  private write(slot: LiteralSlot, before: Scalar, after: Scalar): void {
+    if (Object.is(before, after)) {
+      this.edited.add(slot.start);
+      return;
+    }
+    this.replace(slot, encodeLiteral(after, styleOf(this.sql, slot.token, slot.kind === 'number'), this.dialect));
+  }
+
+  private replace(slot: LiteralSlot, text: string): void {
+    this.edited.add(slot.start);
+    this.edits.push({ start: slot.start, end: slot.end, text });
+  }
+
+  /** Removes list elements with the commas between them, keeping the others as written. */
+  private removeFromList(elements: readonly { start: number; end: number }[], removed: readonly number[]): void {
+    const gone = new Set(removed);
+    for (const k of removed) {
+      let next = k + 1;
+      while (next < elements.length && gone.has(next)) next++;
+      if (next < elements.length) {
+        this.edits.push({ start: elements[k].start, end: elements[next].start, text: '' });
+      } else {
+        let prev = k - 1;
+        while (prev >= 0 && gone.has(prev)) prev--;
+        this.edits.push({ start: elements[prev].end, end: elements[k].end, text: '' });
+      }
+    }
+  }
+
+  private drop(st: SqlStatement): void {
+    this.edits.push({ start: st.start, end: st.end, text: '' });
+  }
+}
+
+/** Applies edits in source order; an edit inside a removed range is dropped, overlapping removals merge. */
+function splice(sql: string, edits: Edit[]): string {
+  if (edits.length === 0) return sql;
+  edits.sort((a, b) => a.start - b.start || b.end - a.end);
+  let out = '';
+  let cursor = 0;
+  for (const edit of edits) {
+    if (edit.start < cursor) {
+      if (edit.text === '' && edit.end > cursor) cursor = edit.end;
+      continue;
+    }
+    out += sql.slice(cursor, edit.start) + edit.text;
+    cursor = edit.end;
+  }
+  return out + sql.slice(cursor);
+}

@@ -1,0 +1,100 @@
+// Reading SQL literals into values and writing values back as SQL literals, in the dialect's syntax.
+
+import type { Scalar } from '../../core/types.ts';
+import type { SqlDialect } from './dialects.ts';
+import type { SqlToken } from './tokenizer.ts';
+
+const MYSQL_ESCAPES: Record<string, string> = { '0': '\0', b: '\b', n: '\n', r: '\r', t: '\t', Z: '\x1a' };
+const C_ESCAPES: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', a: '\x07', '0': '\0' };
+
+/** The value a string token stands for: quotes removed, escapes resolved as the dialect reads them. */
+export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect): string {
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  if (token.prefix === '$') return content;
+  const quote = token.quote;
+  const raw = token.prefix.includes('R');
+  const backslash = !raw && (token.prefix === 'E' || dialect.backslashEscapes);
+  if (!backslash) return raw ? content : content.replaceAll(quote + quote, quote);
+  const table = dialect.name === 'mysql' || dialect.name === 'mariadb' ? MYSQL_ESCAPES : C_ESCAPES;
+  let out = '';
+  for (let i = 0; i < content.length; i++) {
+    const ch = content[i];
+    if (ch === '\\' && i + 1 < content.length) {
+      const next = content[++i];
+      // MySQL keeps \% and \_ as written: they only mean something inside LIKE patterns.
+      if ((next === '%' || next === '_') && table === MYSQL_ESCAPES) out += '\\' + next;
+      else out += table[next] ?? next;
+    } else if (ch === quote && content[i + 1] === quote) {
+      out += quote;
+      i++;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/** A numeric literal as a JS number when that is exact, else its text (huge or very precise values). */
+export function decodeNumber(text: string, negative: boolean): Scalar {
+  const signed = negative ? '-' + text : text;
+  if (/^-?0x/i.test(signed)) return signed;
+  const n = Number(signed);
+  if (!Number.isFinite(n)) return signed;
+  const integerText = /^-?\d+$/.test(signed);
+  if (integerText) return Number.isSafeInteger(n) ? n : signed;
+  return n;
+}
+
+const NUMERIC_TEXT = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+export interface LiteralStyle {
+  /** The protected literal was written as a number: numeric-looking results stay unquoted. */
+  readonly numeric: boolean;
+  /** String prefix kept on output (N for national strings, E for PostgreSQL escape strings). */
+  readonly prefix: string;
+  /** The quote the original used (' or "), so a reversed value comes back byte for byte. */
+  readonly quote: string;
+  /** How the original escaped its quote; undefined when it had none to escape (dialect default). */
+  readonly escape: 'double' | 'backslash' | undefined;
+}
+
+/** The writing style of an original string token: its quote and how it escaped that quote. */
+export function styleOf(sql: string, token: SqlToken, numeric: boolean): LiteralStyle {
+  const prefix = token.prefix === 'N' || token.prefix === 'E' ? token.prefix : '';
+  if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') {
+    return { numeric, prefix, quote: "'", escape: undefined };
+  }
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  const q = token.quote;
+  const escape = content.includes('\\' + q) ? 'backslash' : content.includes(q + q) ? 'double' : undefined;
+  return { numeric, prefix, quote: q, escape };
+}
+
+/** Writes a value as a SQL literal in the dialect, keeping the original's kind and quoting where it can. */
+export function encodeLiteral(value: Scalar, style: LiteralStyle, dialect: SqlDialect): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'boolean') return value ? dialect.booleans[1] : dialect.booleans[0];
+  if (typeof value === 'number') {
+    // A number replacing a string literal stays a string: the column's type does not change.
+    if (style.numeric && Number.isFinite(value)) return String(value);
+    return quoteString(String(value), style, dialect);
+  }
+  if (style.numeric && NUMERIC_TEXT.test(value)) return value;
+  return quoteString(value, style, dialect);
+}
+
+function quoteString(text: string, style: LiteralStyle, dialect: SqlDialect): string {
+  const q = style.quote;
+  const backslash = dialect.backslashEscapes || style.prefix === 'E';
+  let body = text;
+  if (backslash) {
+    body = body.replaceAll('\\', '\\\\');
+    const escape = style.escape ?? (dialect.quoteEscape === "\\'" ? 'backslash' : 'double');
+    body = body.replaceAll(q, escape === 'backslash' ? '\\' + q : q + q);
+    if (dialect.name === 'bigquery') body = body.replaceAll('\n', '\\n').replaceAll('\r', '\\r');
+    if (dialect.name === 'mysql' || dialect.name === 'mariadb') body = body.replaceAll('\0', '\\0');
+  } else {
+    body = body.replaceAll(q, q + q);
+  }
+  return `${style.prefix}${q}${body}${q}`;
+}

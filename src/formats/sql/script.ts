@@ -1,0 +1,656 @@
+// Reads a SQL script into what protection needs: per statement, the columns and the exact source
+// spans of the literals bound to them (INSERT rows, SET assignments, comparisons), found on the
+// tokens and cross-checked against node-sql-parser's tree (which has no positions for literals).
+
+import { DpgError } from '../../core/errors.ts';
+import type { SqlDialect } from './dialects.ts';
+import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYMMETRIC_OPS } from './ast.ts';
+import { collectBindings, type SqlBinding } from './bindings.ts';
+import { parseSqlStatements, type SqlAst } from './parser.ts';
+import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
+
+export interface SqlLimits {
+  /** Characters in the script. */
+  readonly maxLength: number;
+  readonly maxStatements: number;
+  /** Parenthesis nesting. */
+  readonly maxDepth: number;
+}
+
+export const DEFAULT_SQL_LIMITS: SqlLimits = { maxLength: 16 * 1024 * 1024, maxStatements: 100_000, maxDepth: 64 };
+
+export type LiteralKind = 'string' | 'number' | 'null' | 'bool';
+
+/** One literal in the source: the span replaced (a leading minus included) and the literal token. */
+export interface LiteralSlot {
+  readonly start: number;
+  readonly end: number;
+  readonly token: SqlToken;
+  readonly kind: LiteralKind;
+  readonly negative: boolean;
+}
+
+/** An INSERT value or the right-hand side of a SET assignment. */
+export interface ValueItem {
+  readonly start: number;
+  readonly end: number;
+  /** Set when the whole item is one literal (`'x'`, `-5`, `NULL`, `DATE '2020-01-01'`). */
+  readonly literal: LiteralSlot | undefined;
+  /** String and number literals inside an expression item (`CONCAT('a', b)`); empty for single literals. */
+  readonly inner: readonly LiteralSlot[];
+}
+
+export interface ColumnName {
+  /** As written, quotes removed. */
+  readonly name: string;
+  /** Table or alias written before it (`u.email`), if any. */
+  readonly qualifier: string | undefined;
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface InsertShape {
+  readonly table: string;
+  readonly columns: readonly ColumnName[];
+  /** One array of items per VALUES row (or per SELECT list of INSERT … SELECT). */
+  readonly rows: readonly (readonly ValueItem[])[];
+}
+
+export interface Assignment {
+  readonly column: ColumnName;
+  readonly item: ValueItem;
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface AssignmentList {
+  readonly table: string | undefined;
+  readonly items: readonly Assignment[];
+  /** Start of an optional clause holding the list (ON DUPLICATE KEY UPDATE …); undefined for UPDATE … SET. */
+  readonly clauseStart: number | undefined;
+  /** What the clause becomes when every assignment in it is removed. */
+  readonly emptyClause: string;
+}
+
+export interface Comparison {
+  readonly column: ColumnName;
+  readonly operator: string;
+  readonly slots: readonly LiteralSlot[];
+}
+
+/** A comparison of a column with literals as the parser saw it (for the cross-check). */
+export interface AstComparison {
+  readonly column: string;
+  readonly qualifier: string | undefined;
+  readonly keys: readonly string[];
+}
+
+export interface SqlStatement {
+  readonly type: string;
+  readonly start: number;
+  /** End of the statement including its `;`. */
+  readonly end: number;
+  /** Lower-cased table name or alias → table name. */
+  readonly tables: ReadonlyMap<string, string>;
+  /** The table when the statement names exactly one. */
+  readonly defaultTable: string | undefined;
+  readonly insert: InsertShape | undefined;
+  /** The INSERT has literal values but no column list to bind them with. */
+  readonly insertWithoutColumns: boolean;
+  /** SET lists (UPDATE, ON DUPLICATE KEY UPDATE, ON CONFLICT DO UPDATE), with the table they update. */
+  readonly assignmentLists: readonly AssignmentList[];
+  readonly comparisons: readonly Comparison[];
+  readonly astComparisons: readonly AstComparison[];
+  /** Values bound to columns by the statement's structure rather than as one literal (see sql-bindings.ts). */
+  readonly bindings: readonly SqlBinding[];
+  /** Where the token reading disagreed with the parser (shapes, counts); empty when they agree. */
+  readonly mismatches: readonly string[];
+}
+
+export interface SqlScript {
+  readonly sql: string;
+  readonly dialect: SqlDialect;
+  readonly positions: SourcePositions;
+  readonly tokens: readonly SqlToken[];
+  readonly statements: readonly SqlStatement[];
+}
+
+/** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
+export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimits = DEFAULT_SQL_LIMITS): SqlScript {
+  if (sql.length > limits.maxLength) {
+    throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script is longer than ${limits.maxLength} characters`);
+  }
+  const positions = new SourcePositions(sql);
+  const tokens = tokenizeSql(sql, dialect, positions, limits);
+  const segments = splitStatements(tokens);
+  if (segments.length > limits.maxStatements) {
+    throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
+  }
+  const asts = segments.length === 0 ? [] : parseSqlStatements(parserText(sql, tokens, dialect), dialect, positions);
+  if (asts.length !== segments.length) {
+    throw new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL script could not be split into statements (${segments.length} found, the parser read ${asts.length}); end every statement with ';'`,
+    );
+  }
+  const reader = new StatementReader(sql, dialect, tokens);
+  const statements = segments.map((seg, k) => reader.read(seg, asts[k]));
+  return { sql, dialect, positions, tokens, statements };
+}
+
+/**
+ * The text handed to node-sql-parser. Its grammars read a backslash as an escape in every dialect,
+ * though in PostgreSQL, T-SQL and SQLite '\' is a complete string: such backslashes are swapped
+ * for '_' (same length, so positions hold) and the cross-check keys do the same.
+ */
+function parserText(sql: string, tokens: readonly SqlToken[], dialect: SqlDialect): string {
+  if (dialect.backslashEscapes) return sql;
+  let out = '';
+  let cursor = 0;
+  for (const t of tokens) {
+    if (t.kind !== 'string' || !plainBackslashes(t, dialect)) continue;
+    const content = sql.slice(t.contentStart, t.contentEnd);
+    if (!content.includes('\\')) continue;
+    out += sql.slice(cursor, t.contentStart) + content.replaceAll('\\', '_');
+    cursor = t.contentEnd;
+  }
+  return cursor === 0 ? sql : out + sql.slice(cursor);
+}
+
+/** A backslash in this string token is an ordinary character. */
+function plainBackslashes(t: SqlToken, dialect: SqlDialect): boolean {
+  return !dialect.backslashEscapes && t.prefix !== 'E' && t.prefix !== '$';
+}
+
+interface Segment {
+  readonly first: number;
+  readonly end: number;
+  /** Index of the terminating `;`, or -1. */
+  readonly semi: number;
+}
+
+function splitStatements(tokens: readonly SqlToken[]): Segment[] {
+  const segments: Segment[] = [];
+  let first = 0;
+  for (let i = 0; i <= tokens.length; i++) {
+    if (i === tokens.length || tokens[i].kind === 'semi') {
+      if (i > first) segments.push({ first, end: i, semi: i < tokens.length ? i : -1 });
+      first = i + 1;
+    }
+  }
+  return segments;
+}
+
+const COMPARISON_OPS = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=', '<=>']);
+const WORD_OPS = new Set(['LIKE', 'ILIKE', 'IN', 'BETWEEN']);
+/** Tokens that bind tighter than a comparison: a column or literal next to one is part of a larger operand. */
+const TIGHTER_OPS = new Set(['+', '-', '*', '/', '%', '||', '&', '|', '^', '~', '<<', '>>', '->', '->>', '#>', '#>>', '::', '!']);
+const TYPED_LITERAL_WORDS = new Set(['DATE', 'TIME', 'TIMESTAMP', 'DATETIME']);
+/** Words that are never column names in a comparison. */
+const NOT_COLUMNS = new Set(['NULL', 'TRUE', 'FALSE', 'END', 'THEN', 'ELSE', 'CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP', 'ALL', 'ANY', 'SOME', 'EXISTS']);
+const ASSIGNMENT_LIST_END = new Set(['WHERE', 'FROM', 'RETURNING', 'OUTPUT', 'ORDER', 'LIMIT', 'OPTION']);
+const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'RETURNING', 'WINDOW', 'QUALIFY']);
+
+/** Reads statements of one script; holds the per-token depth and bracket matching. */
+class StatementReader {
+  private readonly depth: Int32Array;
+  private readonly match: Int32Array;
+
+  constructor(
+    private readonly sql: string,
+    private readonly dialect: SqlDialect,
+    private readonly tokens: readonly SqlToken[],
+  ) {
+    this.depth = new Int32Array(tokens.length);
+    this.match = new Int32Array(tokens.length).fill(-1);
+    const stack: number[] = [];
+    let d = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const kind = tokens[i].kind;
+      if (kind === 'close') {
+        d--;
+        const open = stack.pop();
+        if (open !== undefined) {
+          this.match[open] = i;
+          this.match[i] = open;
+        }
+      }
+      this.depth[i] = d;
+      if (kind === 'open') {
+        d++;
+        stack.push(i);
+      }
+    }
+  }
+
+  read(seg: Segment, ast: SqlAst): SqlStatement {
+    const type = typeof ast.type === 'string' ? ast.type : 'unknown';
+    const tables = tableMap(ast);
+    const distinct = new Set(tables.values());
+    const defaultTable = distinct.size === 1 ? [...distinct][0] : undefined;
+    const mismatches: string[] = [];
+    const assignmentLists: AssignmentList[] = [];
+    const assignmentEquals = new Set<number>();
+    let insert: InsertShape | undefined;
+    let insertWithoutColumns = false;
+
+    if (type === 'insert' || type === 'replace') {
+      const table = firstTableName(ast.table) ?? defaultTable ?? '';
+      const shape = this.readInsert(seg, table, ast, mismatches);
+      insert = shape;
+      if (shape.columns.length === 0 && shape.rows.some((row) => row.some((item) => item.literal !== undefined || item.inner.length > 0))) {
+        insertWithoutColumns = true;
+      }
+      const dup = this.findSequence(seg, ['ON', 'DUPLICATE', 'KEY', 'UPDATE']);
+      if (dup !== -1) assignmentLists.push({ table, items: this.readAssignments(dup, seg, assignmentEquals), clauseStart: this.tokens[dup - 4].start, emptyClause: '' });
+      const conflict = this.findSequence(seg, ['DO', 'UPDATE', 'SET']);
+      if (conflict !== -1) assignmentLists.push({ table, items: this.readAssignments(conflict, seg, assignmentEquals), clauseStart: this.tokens[conflict - 3].start, emptyClause: 'DO NOTHING' });
+      const astLists = [astSetList(record(ast.on_duplicate_update)?.set), astSetList(record(record(record(ast.conflict)?.action)?.expr)?.set)];
+      const expected = astLists.filter((l) => l !== undefined).map((l) => l!.length);
+      const found = assignmentLists.map((l) => l.items.length);
+      if (expected.join() !== found.join()) mismatches.push('ON DUPLICATE KEY / ON CONFLICT assignments');
+    } else if (type === 'update') {
+      const set = this.findSequence(seg, ['SET']);
+      const items = set === -1 ? [] : this.readAssignments(set, seg, assignmentEquals);
+      assignmentLists.push({ table: defaultTable, items, clauseStart: undefined, emptyClause: '' });
+      const astItems = astSetList(ast.set) ?? [];
+      if (astItems.length !== items.length) mismatches.push('SET assignments');
+      else {
+        for (let k = 0; k < items.length; k++) {
+          const astName = columnNameOf(astItems[k]);
+          if (astName !== undefined && astName.toLowerCase() !== items[k].column.name.toLowerCase()) mismatches.push('SET assignments');
+        }
+      }
+    }
+
+    const comparisons = this.readComparisons(seg, assignmentEquals);
+    const astComparisons: AstComparison[] = [];
+    collectAstComparisons(ast, this.dialect, astComparisons, 0);
+    const bindings = collectBindings(ast, this.dialect);
+
+    const start = this.tokens[seg.first].start;
+    const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
+    return { type, start, end, tables, defaultTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+  }
+
+  private isWord(i: number, word: string): boolean {
+    const t = this.tokens[i];
+    return t !== undefined && t.kind === 'word' && t.text === word;
+  }
+
+  /** First occurrence of the keyword sequence at the statement's own depth; returns the index after it. */
+  private findSequence(seg: Segment, words: readonly string[]): number {
+    const base = this.depth[seg.first];
+    outer: for (let i = seg.first; i + words.length <= seg.end; i++) {
+      if (this.depth[i] !== base) continue;
+      for (let k = 0; k < words.length; k++) if (!this.isWord(i + k, words[k])) continue outer;
+      return i + words.length;
+    }
+    return -1;
+  }
+
+  /** Splits tokens [from, to) at commas of depth `base`; returns [first, end) ranges. */
+  private splitList(from: number, to: number, base: number): [number, number][] {
+    const parts: [number, number][] = [];
+    let first = from;
+    for (let i = from; i < to; i++) {
+      if (this.tokens[i].kind === 'comma' && this.depth[i] === base) {
+        parts.push([first, i]);
+        first = i + 1;
+      }
+    }
+    if (to > first || parts.length > 0) parts.push([first, to]);
+    return parts;
+  }
+
+  private readInsert(seg: Segment, table: string, ast: SqlAst, mismatches: string[]): InsertShape {
+    const base = this.depth[seg.first];
+    let columns: ColumnName[] = [];
+    let i = seg.first + 1;
+    for (; i < seg.end; i++) {
+      const t = this.tokens[i];
+      if (this.depth[i] !== base) continue;
+      if (t.kind === 'word' && (t.text === 'VALUES' || t.text === 'VALUE' || t.text === 'SELECT' || t.text === 'SET' || t.text === 'DEFAULT' || t.text === 'WITH')) break;
+      if (t.kind === 'open') {
+        const close = this.match[i];
+        if (close === -1 || this.isWord(i + 1, 'SELECT') || this.isWord(i + 1, 'WITH')) break;
+        columns = this.splitList(i + 1, close, base + 1).map(([a, b]) => this.columnName(a, b));
+        i = close + 1;
+        break;
+      }
+    }
+    const rows: ValueItem[][] = [];
+    for (; i < seg.end; i++) {
+      if (this.depth[i] !== base) continue;
+      if (this.isWord(i, 'VALUES') || this.isWord(i, 'VALUE')) {
+        let j = i + 1;
+        while (j < seg.end && this.tokens[j].kind === 'open' && this.match[j] !== -1) {
+          const close = this.match[j];
+          rows.push(this.splitList(j + 1, close, base + 1).map(([a, b]) => this.valueItem(a, b)));
+          if (this.tokens[close + 1]?.kind === 'comma' && this.tokens[close + 2]?.kind === 'open') j = close + 2;
+          else break;
+        }
+        break;
+      }
+      if (this.isWord(i, 'SELECT')) {
+        // INSERT … SELECT: each SELECT list (UNION arms included) is one row bound to the column list.
+        for (let s = i; s < seg.end; s++) {
+          if (!this.isWord(s, 'SELECT') || this.depth[s] !== this.depth[i]) continue;
+          let from = s + 1;
+          while (this.isWord(from, 'DISTINCT') || this.isWord(from, 'ALL')) from++;
+          let to = from;
+          const listDepth = this.depth[s];
+          while (to < seg.end && this.depth[to] >= listDepth && !(this.depth[to] === listDepth && this.tokens[to].kind === 'word' && SELECT_LIST_END.has(this.tokens[to].text))) to++;
+          rows.push(this.splitList(from, to, listDepth).map(([a, b]) => this.selectItem(a, b)));
+        }
+        break;
+      }
+    }
+    this.checkInsert(ast, columns, rows, mismatches);
+    return { table, columns, rows };
+  }
+
+  private checkInsert(ast: SqlAst, columns: readonly ColumnName[], rows: readonly (readonly ValueItem[])[], mismatches: string[]): void {
+    const astColumns = Array.isArray(ast.columns) ? ast.columns : [];
+    if (astColumns.length !== columns.length) {
+      mismatches.push('INSERT column list');
+      return;
+    }
+    for (let k = 0; k < columns.length; k++) {
+      const name = columnNameOf(astColumns[k]);
+      if (name !== undefined && name.toLowerCase() !== columns[k].name.toLowerCase()) mismatches.push('INSERT column list');
+    }
+    const values = record(ast.values);
+    if (values?.type === 'values' && Array.isArray(values.values)) {
+      const astRows = values.values as unknown[];
+      if (astRows.length !== rows.length) {
+        mismatches.push('INSERT rows');
+        return;
+      }
+      for (let r = 0; r < rows.length; r++) {
+        const astItems = record(astRows[r])?.value;
+        if (!Array.isArray(astItems) || astItems.length !== rows[r].length) {
+          mismatches.push('INSERT rows');
+          return;
+        }
+        for (let k = 0; k < astItems.length; k++) {
+          const slot = rows[r][k].literal;
+          const astKey = astLiteralKey(astItems[k], this.dialect);
+          if (slot !== undefined && astKey !== undefined && astKey !== this.slotKey(slot)) mismatches.push('INSERT values');
+        }
+      }
+    } else if (rows.some((row) => row.length !== columns.length) && columns.length > 0) {
+      mismatches.push('INSERT … SELECT list');
+    }
+  }
+
+  private readAssignments(from: number, seg: Segment, equals: Set<number>): Assignment[] {
+    const base = this.depth[from] ?? 0;
+    let to = from;
+    while (to < seg.end && !(this.depth[to] === base && this.tokens[to].kind === 'word' && ASSIGNMENT_LIST_END.has(this.tokens[to].text))) {
+      if (this.depth[to] < base) break;
+      to++;
+    }
+    const items: Assignment[] = [];
+    for (const [a, b] of this.splitList(from, to, base)) {
+      let eq = a;
+      while (eq < b && !(this.tokens[eq].kind === 'op' && this.tokens[eq].text === '=' && this.depth[eq] === base)) eq++;
+      if (eq >= b) continue;
+      equals.add(eq);
+      items.push({ column: this.columnName(a, eq), item: this.valueItem(eq + 1, b), start: this.tokens[a].start, end: this.tokens[b - 1].end });
+    }
+    return items;
+  }
+
+  /** A (possibly qualified) column name from tokens [a, b): the last part is the column. */
+  private columnName(a: number, b: number): ColumnName {
+    const last = this.tokens[b - 1];
+    const before = b - 3 >= a && this.tokens[b - 2].kind === 'dot' ? this.tokens[b - 3] : undefined;
+    return {
+      name: this.identText(last),
+      qualifier: before === undefined ? undefined : this.identText(before),
+      start: this.tokens[a].start,
+      end: last.end,
+    };
+  }
+
+  private identText(t: SqlToken): string {
+    if (t.kind === 'ident') return t.text;
+    if (t.kind === 'string') return this.sql.slice(t.contentStart, t.contentEnd);
+    return this.sql.slice(t.start, t.end);
+  }
+
+  /** The literal starting at token i, if one does (sign and typed-literal keyword included); returns [slot, next index]. */
+  private literalAt(i: number, to: number): [LiteralSlot, number] | undefined {
+    const t = this.tokens[i];
+    if (t === undefined || i >= to) return undefined;
+    if (t.kind === 'string') return [{ start: t.start, end: t.end, token: t, kind: 'string', negative: false }, i + 1];
+    if (t.kind === 'number') return [{ start: t.start, end: t.end, token: t, kind: 'number', negative: false }, i + 1];
+    if (t.kind === 'op' && (t.text === '-' || t.text === '+') && this.tokens[i + 1]?.kind === 'number' && i + 1 < to) {
+      const num = this.tokens[i + 1];
+      return [{ start: t.start, end: num.end, token: num, kind: 'number', negative: t.text === '-' }, i + 2];
+    }
+    if (t.kind === 'word') {
+      if (t.text === 'NULL') return [{ start: t.start, end: t.end, token: t, kind: 'null', negative: false }, i + 1];
+      if (t.text === 'TRUE' || t.text === 'FALSE') return [{ start: t.start, end: t.end, token: t, kind: 'bool', negative: false }, i + 1];
+      const next = this.tokens[i + 1];
+      if (TYPED_LITERAL_WORDS.has(t.text) && next?.kind === 'string' && i + 1 < to) {
+        return [{ start: next.start, end: next.end, token: next, kind: 'string', negative: false }, i + 2];
+      }
+    }
+    return undefined;
+  }
+
+  private valueItem(a: number, b: number, valueEnd = b): ValueItem {
+    const start = a < b ? this.tokens[a].start : 0;
+    const end = a < b ? this.tokens[b - 1].end : 0;
+    const single = this.literalAt(a, valueEnd);
+    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [] };
+    const inner: LiteralSlot[] = [];
+    for (let i = a; i < b; i++) {
+      const t = this.tokens[i];
+      if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
+    }
+    return { start, end, literal: undefined, inner };
+  }
+
+  /** An INSERT … SELECT list item: a value, possibly followed by `[AS] alias` (kept in the item's span). */
+  private selectItem(a: number, b: number): ValueItem {
+    const last = this.tokens[b - 1];
+    if (b - a >= 2 && (last.kind === 'ident' || last.kind === 'word')) {
+      const valueEnd = this.isWord(b - 2, 'AS') ? b - 2 : b - 1;
+      const single = this.literalAt(a, valueEnd);
+      if (single !== undefined && single[1] === valueEnd) return this.valueItem(a, b, valueEnd);
+    }
+    return this.valueItem(a, b);
+  }
+
+  /** Tokens [a, b) form a column reference: name or qualified.name. */
+  private columnAt(a: number, b: number): ColumnName | undefined {
+    if (b - a !== 1 && b - a !== 3 && b - a !== 5) return undefined;
+    for (let i = a; i < b; i++) {
+      const t = this.tokens[i];
+      const wantName = (i - a) % 2 === 0;
+      if (wantName ? !(t.kind === 'ident' || (t.kind === 'word' && !NOT_COLUMNS.has(t.text))) : t.kind !== 'dot') return undefined;
+    }
+    return this.columnName(a, b);
+  }
+
+  /** Start index of the column reference ending just before `end` (exclusive), if one does. */
+  private columnEndingAt(end: number, floor: number): [ColumnName, number] | undefined {
+    let a = end - 1;
+    if (a < floor) return undefined;
+    while (a - 2 >= floor && this.tokens[a - 1].kind === 'dot') a -= 2;
+    const column = this.columnAt(a, end);
+    if (column === undefined) return undefined;
+    if (this.tightAt(a - 1)) return undefined;
+    return [column, a];
+  }
+
+  /** The column reference starting at `i`, if one does; returns it and the index after it. */
+  private columnStartingAt(i: number, to: number): [ColumnName, number] | undefined {
+    let b = i + 1;
+    while (b + 1 < to && this.tokens[b].kind === 'dot') b += 2;
+    if (b > to) return undefined;
+    const column = this.columnAt(i, b);
+    if (column === undefined || this.tightAt(b) || this.tokens[b]?.kind === 'open') return undefined;
+    return [column, b];
+  }
+
+  private tightAt(i: number): boolean {
+    const t = this.tokens[i];
+    return t !== undefined && ((t.kind === 'op' && TIGHTER_OPS.has(t.text)) || t.kind === 'dot');
+  }
+
+  /** A literal operand at i whose right neighbour does not bind tighter. */
+  private operandLiteral(i: number, to: number): [LiteralSlot, number] | undefined {
+    const found = this.literalAt(i, to);
+    if (found === undefined) return undefined;
+    const after = this.tokens[found[1]];
+    if (after !== undefined && ((after.kind === 'op' && TIGHTER_OPS.has(after.text) && after.text !== '::') || after.kind === 'open' || after.kind === 'dot')) return undefined;
+    return found;
+  }
+
+  private readComparisons(seg: Segment, assignmentEquals: ReadonlySet<number>): Comparison[] {
+    const found: Comparison[] = [];
+    for (let k = seg.first; k < seg.end; k++) {
+      const t = this.tokens[k];
+      const symbolic = t.kind === 'op' && COMPARISON_OPS.has(t.text) && !assignmentEquals.has(k);
+      const worded = t.kind === 'word' && WORD_OPS.has(t.text);
+      if (!symbolic && !worded) continue;
+      const negated = worded && this.isWord(k - 1, 'NOT');
+      const left = this.columnEndingAt(negated ? k - 1 : k, seg.first);
+      if (left !== undefined) {
+        const slots = this.rightOperands(t, k + 1, seg.end);
+        if (slots.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots });
+        continue;
+      }
+      if (symbolic && SYMMETRIC_OPS.has(t.text)) {
+        // literal op column
+        const right = this.columnStartingAt(k + 1, seg.end);
+        if (right === undefined) continue;
+        let a = k - 1;
+        if (this.tokens[a]?.kind === 'number' && this.tokens[a - 1]?.kind === 'op' && (this.tokens[a - 1].text === '-' || this.tokens[a - 1].text === '+')) a--;
+        else if (this.tokens[a]?.kind === 'string' && this.tokens[a - 1]?.kind === 'word' && TYPED_LITERAL_WORDS.has(this.tokens[a - 1].text)) a--;
+        const lit = this.literalAt(a, k);
+        if (lit === undefined || lit[1] !== k || this.tightAt(a - 1)) continue;
+        found.push({ column: right[0], operator: t.text, slots: [lit[0]] });
+      }
+    }
+    return found;
+  }
+
+  private rightOperands(op: SqlToken, i: number, to: number): LiteralSlot[] {
+    if (op.kind === 'op' || op.text === 'LIKE' || op.text === 'ILIKE') {
+      const lit = this.operandLiteral(i, to);
+      return lit === undefined ? [] : [lit[0]];
+    }
+    if (op.text === 'IN') {
+      if (this.tokens[i]?.kind !== 'open' || this.match[i] === -1 || this.isWord(i + 1, 'SELECT')) return [];
+      const close = this.match[i];
+      const slots: LiteralSlot[] = [];
+      for (const [a, b] of this.splitList(i + 1, close, this.depth[i] + 1)) {
+        const lit = this.literalAt(a, b);
+        if (lit !== undefined && lit[1] === b) slots.push(lit[0]);
+      }
+      return slots;
+    }
+    // BETWEEN lo AND hi: either bound may be a literal.
+    const slots: LiteralSlot[] = [];
+    const low = this.operandLiteral(i, to);
+    let and = i;
+    if (low !== undefined) {
+      slots.push(low[0]);
+      and = low[1];
+    } else {
+      while (and < to && !(this.isWord(and, 'AND') && this.depth[and] === this.depth[i])) and++;
+    }
+    if (this.isWord(and, 'AND')) {
+      const high = this.operandLiteral(and + 1, to);
+      if (high !== undefined) slots.push(high[0]);
+    }
+    return slots;
+  }
+
+  /** The same normalised key the parser's literal gets, for the cross-check. */
+  slotKey(slot: LiteralSlot): string {
+    return tokenLiteralKey(this.sql, slot);
+  }
+}
+
+/** A literal's identity for comparing token and tree: its kind, and its value for numbers. */
+export function tokenLiteralKey(sql: string, slot: LiteralSlot): string {
+  const t = slot.token;
+  switch (slot.kind) {
+    case 'null':
+      return 'null';
+    case 'bool':
+      return 'bool:' + t.text;
+    case 'number': {
+      const text = sql.slice(t.start, t.end);
+      if (/^0x/i.test(text)) return 's';
+      return 'n:' + String(Number((slot.negative ? '-' : '') + text));
+    }
+    default:
+      // Strings compare by kind only: grammars disagree on whether the tree holds them raw or unescaped.
+      return 's';
+  }
+}
+
+function astSetList(value: unknown): unknown[] | undefined {
+  return Array.isArray(value) ? value : undefined;
+}
+
+function firstTableName(value: unknown): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  const r = record(first);
+  return typeof r?.table === 'string' ? r.table : undefined;
+}
+
+/** Tables named by the statement's own table and FROM lists, by lower-cased name and alias. */
+function tableMap(ast: SqlAst): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const list of [ast.table, ast.from]) {
+    if (!Array.isArray(list)) continue;
+    for (const entry of list) {
+      const r = record(entry);
+      if (r === undefined || typeof r.table !== 'string') continue;
+      map.set(r.table.toLowerCase(), r.table);
+      if (typeof r.as === 'string') map.set(r.as.toLowerCase(), r.table);
+    }
+  }
+  return map;
+}
+
+/** Every comparison of a column with literals anywhere in the tree (subqueries included). */
+function collectAstComparisons(node: unknown, dialect: SqlDialect, out: AstComparison[], depth: number): void {
+  if (depth > 400 || node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const child of node) collectAstComparisons(child, dialect, out, depth + 1);
+    return;
+  }
+  const r = node as Record<string, unknown>;
+  if (r.type === 'binary_expr' && typeof r.operator === 'string' && AST_COMPARISON_OPS.has(r.operator.toUpperCase())) {
+    const left = astColumn(r.left, dialect);
+    const right = astColumn(r.right, dialect);
+    if (left !== undefined) {
+      const keys = literalKeys(r.right, dialect);
+      if (keys.length > 0) out.push({ ...left, keys });
+    } else if (right !== undefined && SYMMETRIC_OPS.has(r.operator)) {
+      const keys = literalKeys(r.left, dialect);
+      if (keys.length > 0) out.push({ ...right, keys });
+    }
+  }
+  for (const key of Object.keys(r)) {
+    if (key !== 'loc') collectAstComparisons(r[key], dialect, out, depth + 1);
+  }
+}
+
+function literalKeys(node: unknown, dialect: SqlDialect): string[] {
+  const r = record(node);
+  if (r?.type === 'expr_list' && Array.isArray(r.value)) {
+    return r.value.map((v) => astLiteralKey(v, dialect)).filter((k): k is string => k !== undefined);
+  }
+  const key = astLiteralKey(node, dialect);
+  return key === undefined ? [] : [key];
+}

@@ -1,0 +1,303 @@
+// The XML DocumentCodec: protects element text and attribute values by splicing replacements into
+// the original text, so every byte outside a protected value is returned exactly as written. A
+// matched element protects everything beneath it, as a matched JSON key does.
+
+import { DpgError } from '../../core/errors.ts';
+import type { Scalar } from '../../core/types.ts';
+import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
+import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './scanner.ts';
+import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type LeafContent } from './text.ts';
+
+export interface XmlCodecOptions {
+  /** Deepest element nesting accepted (root = 1); deeper documents are MALFORMED_DATA_SET. Default 256. */
+  readonly maxDepth?: number;
+}
+
+/** An XML codec with its own limits (the default export uses DEFAULT_XML_LIMITS). */
+export function createXmlCodec(options: XmlCodecOptions = {}): DocumentCodec {
+  const limits: XmlLimits = { maxDepth: options.maxDepth ?? DEFAULT_XML_LIMITS.maxDepth };
+  if (!Number.isInteger(limits.maxDepth) || limits.maxDepth < 1) {
+    throw new RangeError('maxDepth must be a positive integer');
+  }
+  return {
+    type: 'XML',
+    protect(input: string | unknown, resolver: FieldResolver, _options: CodecOptions): string {
+      if (typeof input !== 'string') throw new DpgError('INVALID_REQUEST', 'An XML data set must be a string');
+      const protector = new XmlProtector(input, resolver);
+      scanXml(input, protector, limits);
+      return protector.output();
+    },
+  };
+}
+
+export const xmlCodec: DocumentCodec = createXmlCodec();
+
+/** An attribute whose element's fate (kept or removed) is not known yet. */
+interface PendingAttribute {
+  readonly action: FieldAction;
+  readonly value: string;
+  readonly leadStart: number;
+  readonly valueStart: number;
+  readonly valueEnd: number;
+  readonly location: string | (() => string);
+}
+
+const NOTHING = null;
+
+/**
+ * What `removes` is asked about an element with child elements: never empty, like a JSON object
+ * under a matched key, so Restrict always removes it.
+ */
+const CHILD_ELEMENTS: unknown = Object.freeze({ childElements: true });
+
+/**
+ * Walks the scanner's events and collects edits (offset ranges and their replacements) in document
+ * order. An element's action is its own rule or, failing that, the action of its nearest matched
+ * ancestor; its attributes use their own rule or the element's action. Attribute edits wait until
+ * their element is known to stay: a removed element takes its attributes and everything beneath it
+ * along, and their techniques never run. Whether an element with children stays is decided when its
+ * first child element opens, before anything inside it is protected.
+ */
+class XmlProtector implements XmlEvents {
+  private readonly input: string;
+  private readonly resolver: FieldResolver;
+  private readonly usesPaths: boolean;
+  /** Actions by local name (or by path when the plan uses paths); null = left alone. */
+  private readonly actions = new Map<string, FieldAction | null>();
+  /** Element paths by level (index 0 = ''), kept only when the plan uses paths. */
+  private readonly paths: string[] = [''];
+  /** The action in force for the open element at each level (own rule, else inherited); [0] = none. */
+  private readonly effective: (FieldAction | undefined)[] = [undefined];
+  /**
+   * Per level: where the open element's current text run starts (just after its last child
+   * element), or -1 while no child element has opened (the run starts at its content).
+   */
+  private readonly runStart: number[] = [-1];
+  /** Level of an open element being removed whole (everything inside is skipped); 0 = none. */
+  private removingLevel = 0;
+  private readonly pending: PendingAttribute[] = [];
+  private pendingOwner: ElementFrame | null = NOTHING;
+  private readonly chunks: string[] = [];
+  private copiedUpTo = 0;
+
+  constructor(input: string, resolver: FieldResolver) {
+    this.input = input;
+    this.resolver = resolver;
+    this.usesPaths = resolver.usesPaths;
+  }
+
+  output(): string {
+    if (this.chunks.length === 0) return this.input;
+    this.chunks.push(this.input.slice(this.copiedUpTo));
+    return this.chunks.join('');
+  }
+
+  private edit(start: number, end: number, replacement: string): void {
+    this.chunks.push(this.input.slice(this.copiedUpTo, start), replacement);
+    this.copiedUpTo = end;
+  }
+
+  private lookup(name: string, path: string | undefined): FieldAction | undefined {
+    const key = path ?? name;
+    let action = this.actions.get(key);
+    if (action === undefined) {
+      action = this.resolver.resolve(name, path) ?? null;
+      this.actions.set(key, action);
+    }
+    return action ?? undefined;
+  }
+
+  openElement(element: ElementFrame): void {
+    if (this.removingLevel !== 0) return; // inside an element being removed
+    const parent = element.parent;
+    if (parent !== null && !this.enterChild(parent, element)) return;
+    const level = element.level;
+    const name = this.input.slice(element.localStart, element.nameEnd);
+    let path: string | undefined;
+    if (this.usesPaths) {
+      path = this.paths[level - 1] + '/' + name;
+      this.paths[level] = path;
+    }
+    this.effective[level] = this.lookup(name, path) ?? this.effective[level - 1];
+    this.runStart[level] = -1;
+  }
+
+  /**
+   * A child element opens inside `parent`. On the first one, the parent is known to have child
+   * elements: decide whether it is removed whole (false = skip everything until it closes) or stays
+   * (its attributes can be written now). Then protect the parent's text run before the child.
+   */
+  private enterChild(parent: ElementFrame, child: ElementFrame): boolean {
+    const level = parent.level;
+    const action = this.effective[level];
+    let start = this.runStart[level];
+    if (start < 0) {
+      if (action !== undefined && action.removes(CHILD_ELEMENTS)) {
+        this.pending.length = 0;
+        this.pendingOwner = NOTHING;
+        this.removingLevel = level;
+        return false;
+      }
+      if (this.pendingOwner !== null) this.flushAttributes();
+      start = parent.contentStart;
+    }
+    if (action !== undefined) this.protectTextRun(parent, action, start, child.tagStart);
+    return true;
+  }
+
+  attribute(
+    element: ElementFrame,
+    leadStart: number,
+    nameStart: number,
+    localStart: number,
+    nameEnd: number,
+    valueStart: number,
+    valueEnd: number,
+  ): void {
+    if (this.removingLevel !== 0) return;
+    const input = this.input;
+    if (isNamespaceDeclaration(input, nameStart, localStart, nameEnd)) return;
+    const name = input.slice(localStart, nameEnd);
+    const path = this.usesPaths ? `${this.paths[element.level]}/@${name}` : undefined;
+    // Fail closed: an attribute of (or beneath) a matched element is protected with it.
+    const action = this.lookup(name, path) ?? this.effective[element.level];
+    if (action === undefined) return;
+    this.pending.push({
+      action,
+      value: decodeCharacterData(input.slice(valueStart, valueEnd), true),
+      leadStart,
+      valueStart,
+      valueEnd,
+      location: path ?? locationThunk(input, element, `@${name}`),
+    });
+    this.pendingOwner = element;
+  }
+
+  text(): void {}
+
+  cdata(): void {}
+
+  closeElement(element: ElementFrame, endStart: number, endEnd: number): void {
+    const level = element.level;
+    if (this.removingLevel !== 0) {
+      if (level > this.removingLevel) return;
+      this.removingLevel = 0;
+      this.edit(removalStart(this.input, element), endEnd, '');
+    } else if (element.hasChildElement) {
+      const action = this.effective[level];
+      if (action !== undefined) this.protectTextRun(element, action, this.runStart[level], endStart);
+    } else {
+      this.closeLeaf(element, endStart, endEnd);
+    }
+    if (level > 1) this.runStart[level - 1] = endEnd;
+  }
+
+  /** An element without child elements: its whole content is one value (comments and PIs skipped). */
+  private closeLeaf(element: ElementFrame, endStart: number, endEnd: number): void {
+    const input = this.input;
+    const action = this.effective[element.level];
+    if (action === undefined) {
+      if (this.pendingOwner !== null) this.flushAttributes();
+      return;
+    }
+    const content = element.selfClosing
+      ? { value: '', start: endStart, end: endStart, cdata: false }
+      : readLeafContent(input, element.contentStart, endStart);
+    if (action.removes(content.value)) {
+      this.pending.length = 0;
+      this.pendingOwner = NOTHING;
+      this.edit(removalStart(input, element), endEnd, '');
+      return;
+    }
+    if (this.pendingOwner !== null) this.flushAttributes();
+    const replacement = asText(action.apply(content.value, this.locationOf(element)));
+    if (replacement === content.value) return;
+    if (element.selfClosing) {
+      // `<a/>` gains content: `<a>value</a>`.
+      const qname = input.slice(element.nameStart, element.nameEnd);
+      this.edit(endStart, endEnd, `>${escapeText(replacement)}</${qname}>`);
+      return;
+    }
+    this.writeContent(content, replacement);
+  }
+
+  /**
+   * One text run of an element with child elements (the content between two of its tags). Read
+   * like a leaf's content; a run holding only whitespace (layout), comments or PIs is no value.
+   */
+  private protectTextRun(element: ElementFrame, action: FieldAction, start: number, end: number): void {
+    const content = readLeafContent(this.input, start, end);
+    if (isBlank(content.value)) return;
+    const replacement = asText(action.apply(content.value, this.locationOf(element)));
+    if (replacement !== content.value) this.writeContent(content, replacement);
+  }
+
+  private writeContent(content: LeafContent, replacement: string): void {
+    const canStayCdata = content.cdata && !replacement.includes(']]>') && !replacement.includes('\r');
+    this.edit(content.start, content.end, canStayCdata ? `<![CDATA[${replacement}]]>` : escapeText(replacement));
+  }
+
+  private locationOf(element: ElementFrame): string | (() => string) {
+    return this.usesPaths ? this.paths[element.level] : locationThunk(this.input, element, undefined);
+  }
+
+  private flushAttributes(): void {
+    const input = this.input;
+    for (const attribute of this.pending) {
+      if (attribute.action.removes(attribute.value)) {
+        this.edit(attribute.leadStart, attribute.valueEnd + 1, '');
+        continue;
+      }
+      const replacement = asText(attribute.action.apply(attribute.value, attribute.location));
+      if (replacement === attribute.value) continue;
+      const quote = input[attribute.valueStart - 1] === "'" ? "'" : '"';
+      this.edit(attribute.valueStart, attribute.valueEnd, escapeAttribute(replacement, quote));
+    }
+    this.pending.length = 0;
+    this.pendingOwner = NOTHING;
+  }
+}
+
+/** `xmlns` and `xmlns:p` declare namespaces: they are structure, never protected fields. */
+function isNamespaceDeclaration(input: string, nameStart: number, localStart: number, nameEnd: number): boolean {
+  if (localStart === nameStart) return nameEnd - nameStart === 5 && input.startsWith('xmlns', nameStart);
+  return localStart - nameStart === 6 && input.startsWith('xmlns:', nameStart);
+}
+
+function isBlank(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (!isXmlSpace(value.charCodeAt(i))) return false;
+  return true;
+}
+
+/** A technique's result as text; null (nullify) becomes empty content. */
+function asText(value: Scalar): string {
+  return typeof value === 'string' ? value : value === null ? '' : String(value);
+}
+
+/**
+ * Where a removed element's text starts: with the whitespace-only run before it (its indentation),
+ * so the lines around it stay tidy; if that run holds other text, only the element goes.
+ */
+function removalStart(input: string, element: ElementFrame): number {
+  for (let i = element.precedingTextStart; i < element.tagStart; i++) {
+    const c = input.charCodeAt(i);
+    if (c !== 32 && c !== 10 && c !== 9 && c !== 13) return element.tagStart;
+  }
+  return element.precedingTextStart;
+}
+
+/**
+ * A location for failure reports, built only if asked: `/Envelope/Body/card` (local names).
+ * Frames are reused after this call, so the name offsets are copied now.
+ */
+function locationThunk(input: string, element: ElementFrame, attribute: string | undefined): () => string {
+  const offsets: number[] = [];
+  for (let frame: ElementFrame | null = element; frame !== null; frame = frame.parent) {
+    offsets.push(frame.localStart, frame.nameEnd);
+  }
+  return () => {
+    let path = '';
+    for (let i = offsets.length - 2; i >= 0; i -= 2) path += '/' + input.slice(offsets[i], offsets[i + 1]);
+    return attribute === undefined ? path : `${path}/${attribute}`;
+  };
+}

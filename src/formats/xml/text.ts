@@ -1,0 +1,128 @@
+// XML character data in and out: decoding references and line ends into the value a technique
+// sees, escaping a protected value back, and locating a leaf element's value inside its content.
+// Input here has already passed the scanner, so references are known to be valid.
+
+import { isXmlSpace } from './scanner.ts';
+
+const PREDEFINED: Readonly<Record<string, string>> = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
+
+function decodeReference(raw: string, amp: number, semi: number): string {
+  if (raw.charCodeAt(amp + 1) === 35 /* # */) {
+    const hex = raw.charCodeAt(amp + 2) === 120; /* x */
+    return String.fromCodePoint(Number.parseInt(raw.slice(amp + (hex ? 3 : 2), semi), hex ? 16 : 10));
+  }
+  return PREDEFINED[raw.slice(amp + 1, semi)] ?? '';
+}
+
+const ATTRIBUTE_SPECIAL = /[&\r\n\t]/;
+const TEXT_DECODE_SPECIAL = /[&\r]/;
+
+/**
+ * Character data as a parser reports it: references decoded, CRLF and lone CR read as LF
+ * (XML 1.0 §2.11). `inAttribute` also applies attribute-value normalisation (§3.3.3): literal tab,
+ * LF and CR become spaces; characters written as references are kept.
+ */
+export function decodeCharacterData(raw: string, inAttribute: boolean): string {
+  if (!(inAttribute ? ATTRIBUTE_SPECIAL : TEXT_DECODE_SPECIAL).test(raw)) return raw;
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 38 /* & */) {
+      const semi = raw.indexOf(';', i);
+      out += raw.slice(from, i) + decodeReference(raw, i, semi);
+      i = semi;
+      from = semi + 1;
+    } else if (c === 13 /* \r */) {
+      out += raw.slice(from, i) + (inAttribute ? ' ' : '\n');
+      if (raw.charCodeAt(i + 1) === 10) i++;
+      from = i + 1;
+    } else if (inAttribute && (c === 10 || c === 9)) {
+      out += raw.slice(from, i) + ' ';
+      from = i + 1;
+    }
+  }
+  return out + raw.slice(from);
+}
+
+const TEXT_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };
+const ATTRIBUTE_ESCAPES: Readonly<Record<string, string>> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '"': '&quot;',
+  "'": '&apos;',
+  '\t': '&#9;',
+  '\n': '&#10;',
+  '\r': '&#13;',
+};
+
+/** A value as element text: `&`, `<`, `>` and CR escaped so a parser reads back exactly `value`. */
+export function escapeText(value: string): string {
+  return TEXT_SPECIAL.test(value) ? value.replace(TEXT_SPECIALS, (c) => TEXT_ESCAPES[c]) : value;
+}
+
+const TEXT_SPECIAL = /[&<>\r]/;
+const TEXT_SPECIALS = /[&<>\r]/g;
+
+/**
+ * A value inside an attribute delimited by `quote`: the quote, `&`, `<`, and whitespace that
+ * normalisation would otherwise turn into spaces are escaped.
+ */
+export function escapeAttribute(value: string, quote: '"' | "'"): string {
+  const [test, pattern] = quote === '"' ? DOUBLE_QUOTED : SINGLE_QUOTED;
+  return test.test(value) ? value.replace(pattern, (c) => ATTRIBUTE_ESCAPES[c]) : value;
+}
+
+const DOUBLE_QUOTED = [/[&<"\t\n\r]/, /[&<"\t\n\r]/g] as const;
+const SINGLE_QUOTED = [/[&<'\t\n\r]/, /[&<'\t\n\r]/g] as const;
+
+/** CDATA content as a parser reports it: only line ends are normalised. */
+function normaliseLineEnds(raw: string): string {
+  return raw.indexOf('\r') === -1 ? raw : raw.replace(/\r\n?/g, '\n');
+}
+
+/** The value of a leaf element and the span of the original text it occupies. */
+export interface LeafContent {
+  /** Decoded value: text with references decoded plus CDATA content; comments and PIs skipped. */
+  readonly value: string;
+  /** The span to replace: the content without its leading and trailing whitespace (all of it when blank). */
+  readonly start: number;
+  readonly end: number;
+  /** The span holds a CDATA section: a replacement is written as CDATA when it safely can be. */
+  readonly cdata: boolean;
+}
+
+/**
+ * Reads the content start..end of an element without child elements. Whitespace around the value
+ * (indentation) is not part of it; whitespace inside CDATA or written as a reference is.
+ */
+export function readLeafContent(input: string, start: number, end: number): LeafContent {
+  let s = start;
+  while (s < end && isXmlSpace(input.charCodeAt(s))) s++;
+  if (s === end) return { value: '', start, end, cdata: false };
+  let e = end;
+  while (isXmlSpace(input.charCodeAt(e - 1))) e--;
+  let lt = input.indexOf('<', s);
+  if (lt === -1 || lt >= e) return { value: decodeCharacterData(input.slice(s, e), false), start: s, end: e, cdata: false };
+
+  let value = '';
+  let cdata = false;
+  let p = s;
+  while (p < e) {
+    if (lt === -1 || lt > e) lt = e;
+    if (lt > p) value += decodeCharacterData(input.slice(p, lt), false);
+    if (lt >= e) break;
+    if (input.startsWith('<![CDATA[', lt)) {
+      const close = input.indexOf(']]>', lt + 9);
+      value += normaliseLineEnds(input.slice(lt + 9, close));
+      cdata = true;
+      p = close + 3;
+    } else if (input.startsWith('<!--', lt)) {
+      p = input.indexOf('-->', lt + 4) + 3;
+    } else {
+      p = input.indexOf('?>', lt + 2) + 2; // processing instruction
+    }
+    lt = input.indexOf('<', p);
+  }
+  return { value, start: s, end: e, cdata };
+}

@@ -1,0 +1,129 @@
+// Pseudonymise, digits format: every digit FF1-encrypted (radix 10), every other character kept;
+// optionally the first/last N digits kept. JSON numbers stay numbers with the same digit count.
+
+import type { Scalar } from '../../core/types.ts';
+import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type FpeFormat, type FpeJob, type ShortValuePolicy, type TweakCache } from './fpe-core.ts';
+import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
+import { OptionReader } from '../option-reader.ts';
+import { ValueError, type Technique } from '../technique.ts';
+
+export interface DigitsOptions {
+  readonly keepFirst: number;
+  readonly keepLast: number;
+  readonly shortValues: ShortValuePolicy;
+}
+
+/** Numbers are written plainly by JSON only up to 15 significant digits without loss. */
+const MAX_NUMBER_DIGITS = 15;
+const PLAIN_NUMBER = /^-?(\d+)(?:\.(\d+))?$/;
+
+/** The text of a JSON number and the shape constraints its pseudonym must keep to re-parse exactly. */
+export interface NumberShape {
+  readonly text: string;
+  /** The integer part has several digits: its first digit may not become 0. */
+  readonly noLeadingZero: boolean;
+  /** There is a fraction: its last digit may not become 0. */
+  readonly noTrailingZero: boolean;
+}
+
+export function numberShape(value: number): NumberShape {
+  const text = String(value);
+  const m = PLAIN_NUMBER.exec(text);
+  if (m === null || m[1].length + (m[2]?.length ?? 0) > MAX_NUMBER_DIGITS) throw new ValueError('UNSUPPORTED_NUMBER');
+  return { text, noLeadingZero: m[1].length > 1, noTrailingZero: m[2] !== undefined };
+}
+
+/** FF1 over the digits of a text (or of a JSON number's text), keeping `keepFirst`/`keepLast` digits. */
+export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tweaks: TweakCache): FpeJob {
+  let text: string;
+  let shape: NumberShape | undefined;
+  if (typeof value === 'string') text = value;
+  else if (typeof value === 'number') text = (shape = numberShape(value)).text;
+  else throw new ValueError(TOO_SHORT);
+  const symbols = extractSymbols(text, true, false);
+  const total = symbols.values.length;
+  const end = total - keepLast;
+  if (end - keepFirst < 1) throw new ValueError(TOO_SHORT);
+  // Cycle walking keeps a number's pseudonym free of a leading or trailing zero it would lose.
+  const needLead = shape?.noLeadingZero === true && keepFirst === 0;
+  const needTrail = shape?.noTrailingZero === true && keepLast === 0;
+  const isNumber = shape !== undefined;
+  return needLead || needTrail
+    ? new ShapedDigitsJob(tweaks.scope, symbols, keepFirst, end, isNumber, needLead, needTrail)
+    : new DigitsJob(tweaks.scope, symbols, keepFirst, end, isNumber);
+}
+
+// A class rather than an object of closures: a batch plans one small object per value.
+class DigitsJob implements FpeJob {
+  readonly radix = 10;
+  readonly length: number;
+
+  constructor(
+    readonly tweak: Uint8Array,
+    private readonly symbols: Symbols,
+    private readonly keepFirst: number,
+    end: number,
+    private readonly isNumber: boolean,
+  ) {
+    this.length = end - keepFirst;
+  }
+
+  writeNumerals(into: Uint16Array, at: number): void {
+    const digits = this.symbols.values;
+    for (let k = 0; k < this.length; k++) into[at + k] = digits[this.keepFirst + k];
+  }
+
+  render(out: Uint16Array, at: number): Scalar {
+    const digits = this.symbols.values;
+    const values = scratchDigits(digits.length);
+    const from = this.keepFirst;
+    const to = from + this.length;
+    for (let k = 0; k < digits.length; k++) values[k] = k >= from && k < to ? out[at + k - from] : digits[k];
+    const result = writeSymbols(this.symbols, values);
+    return this.isNumber ? Number(result) : result;
+  }
+}
+
+/** A JSON number whose first or last digit is encrypted: walked so it keeps its digit count. */
+class ShapedDigitsJob extends DigitsJob {
+  constructor(
+    tweak: Uint8Array,
+    symbols: Symbols,
+    keepFirst: number,
+    end: number,
+    isNumber: boolean,
+    private readonly needLead: boolean,
+    private readonly needTrail: boolean,
+  ) {
+    super(tweak, symbols, keepFirst, end, isNumber);
+  }
+
+  accept(out: Uint16Array, at: number): boolean {
+    return !(this.needLead && out[at] === 0) && !(this.needTrail && out[at + this.length - 1] === 0);
+  }
+}
+
+export function readDigitsOptions(raw: Readonly<Record<string, unknown>>, format: string): DigitsOptions {
+  const reader = new OptionReader(raw, ['format', 'keepFirst', 'keepLast', 'shortValues'], { name: 'format', value: format });
+  return {
+    keepFirst: reader.integer('keepFirst', { min: 0, max: 4096, default: 0 }),
+    keepLast: reader.integer('keepLast', { min: 0, max: 4096, default: 0 }),
+    shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, 'reject'),
+  };
+}
+
+export function digitsFormat(options: DigitsOptions): FpeFormat {
+  return {
+    plan: (value, tweaks) => digitsJob(value, options.keepFirst, options.keepLast, tweaks),
+    explain: () => `keepFirst=${options.keepFirst}, keepLast=${options.keepLast}`,
+  };
+}
+
+export const fpeDigitsTechnique: Technique<DigitsOptions> = {
+  id: 'fpe-digits',
+  jobType: 'Pseudonymise',
+  reversible: true,
+  removesField: false,
+  validate: (raw) => readDigitsOptions(raw, 'digits'),
+  compile: (options) => compileFpe('fpe-digits', digitsFormat(options), options.shortValues),
+};
