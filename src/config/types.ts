@@ -127,6 +127,22 @@ export interface ReverseListener {
   readonly upstream: string;
 }
 
+/** The transparent listener for connections `dpg capture` redirects (docs/transparent.md). */
+export interface TransparentConfig {
+  /** Default 127.0.0.1:15006; DPG_TRANSPARENT_ADDR overrides (and turns the listener on). */
+  readonly listen: ListenAddress;
+  /** Also listen on [::1] at the same port (skipped when the host has no IPv6). Default true. */
+  readonly ipv6: boolean;
+  /** How long a silent client is waited for before its upstream is connected. Default 500 ms. */
+  readonly peekTimeoutMs: number;
+  /** Spliced connections idle this long are closed. Default 1 h. */
+  readonly idleTimeoutMs: number;
+  /** Route host names are resolved this often (their addresses count as the host). Default 30 s. */
+  readonly resolveIntervalMs: number;
+  /** A ClientHello hiding its server name (ECH) that nothing else routes: refused (default) or spliced. */
+  readonly encryptedClientHello: 'refuse' | 'splice';
+}
+
 export interface ProxyConfig {
   readonly enabled: boolean;
   readonly listen: ListenAddress;
@@ -138,6 +154,8 @@ export interface ProxyConfig {
   readonly responseTimeoutMs: number;
   readonly routes: readonly ProxyRoute[];
   readonly reverse: readonly ReverseListener[];
+  /** Present when the transparent listener is on. */
+  readonly transparent?: TransparentConfig;
 }
 
 export interface LimitsConfig {

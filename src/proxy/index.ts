@@ -16,6 +16,7 @@ import { sendProblem } from './problem.ts';
 import { compileRoutes, stripBrackets } from './routes.ts';
 import { handleConnect, type TunnelTarget } from './tunnel.ts';
 import { handleUpgrade } from './upgrade.ts';
+import type { TransparentDeps } from './transparent/index.ts';
 import { createUpstreamAgent, upstreamRoots } from './upstream.ts';
 
 export interface ProxyDeps {
@@ -24,11 +25,15 @@ export interface ProxyDeps {
   readonly engine: Engine;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Tests of the transparent listener without a kernel redirect: where connections were going, and name resolution. */
+  readonly transparentOverrides?: Pick<TransparentDeps, 'originalDestination' | 'resolve'>;
 }
 
 export interface RunningProxy {
   readonly address: { host: string; port: number };
   readonly reverse: { host: string; port: number; upstream: string }[];
+  /** The transparent listener's addresses (IPv4 and its IPv6 twin); empty when it is off. */
+  readonly transparent: readonly { host: string; port: number }[];
   /** The gateway CA certificate apps must trust for intercepted hosts. */
   readonly caPem: string;
   close(graceMs?: number): Promise<void>;
@@ -212,6 +217,35 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     throw err;
   }
 
+  // The transparent listener (proxy.transparent), imported only when on: it loads the FFI (koffi)
+  // that reads SO_ORIGINAL_DST. It shares this proxy's CA, routes, exchange and shutdown.
+  let transparent: { addresses: readonly { host: string; port: number }[]; close(): Promise<void> } | undefined;
+  if (config.transparent) {
+    try {
+      const { startTransparent } = await import('./transparent/index.ts');
+      transparent = await startTransparent({
+        config: config.transparent,
+        routes: config.routes ?? [],
+        table: routes.table,
+        leaves,
+        connectTimeoutMs,
+        logger,
+        serve,
+        onUpgrade,
+        sockets,
+        intercepted,
+        ...deps.transparentOverrides,
+      });
+    } catch (err) {
+      for (const s of servers) {
+        s.close();
+        s.closeAllConnections();
+      }
+      await agent.close();
+      throw err;
+    }
+  }
+
   async function startReverse(r: ReverseListener): Promise<{ host: string; port: number; upstream: string }> {
     const base = new URL(r.upstream);
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error(`proxy.reverse upstream ${r.upstream} must be http or https`);
@@ -233,11 +267,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   return {
     address,
     reverse,
+    transparent: transparent?.addresses ?? [],
     caPem: ca.certPem,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         shuttingDown = true;
         const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+        if (transparent) closed.push(transparent.close());
         for (const s of servers) s.closeIdleConnections();
         const timer = setTimeout(() => {
           for (const s of servers) s.closeAllConnections();
