@@ -5,9 +5,11 @@
 // untouched: the app still verifies those upstreams itself.
 
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
+import type { GatewayConfig } from '../config/types.ts';
+import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../proxy/ca.ts';
 import { encodeTruststore, type TrustedCertificate } from './pkcs12.ts';
 
 export const TRUSTSTORE_PASSWORD = 'changeit';
@@ -117,4 +119,30 @@ export function writeBundle(dir: string, files: BundleFiles): string[] {
   put(BUNDLE_FILE_NAMES.bundlePem, files.bundlePem);
   put(BUNDLE_FILE_NAMES.truststore, files.truststore);
   return written;
+}
+
+export interface BundleResult {
+  readonly files: string[];
+  readonly caSource: string;
+  readonly count: number;
+  readonly skipped: Readonly<Record<string, number>>;
+}
+
+/**
+ * The bundle for a gateway config: its CA (proxy.ca, else the one under DPG_DATA_DIR, generated
+ * there now if there is none yet: the same call `dpg serve` makes), the system roots and the
+ * config's proxy.upstreamCa (private upstream roots the app needs as much as the gateway does).
+ * `owner`: a CA generated now (as root, in an init container) is given to the gateway's user, or
+ * the gateway could not read its own key.
+ */
+export function writeCaBundleFor(config: GatewayConfig, dir: string, owner?: { uid: number; gid: number }): BundleResult {
+  const ca = loadOrCreateCa(config.proxy.ca, config.dataDir);
+  if (ca.source === 'generated' && owner !== undefined) {
+    for (const path of [config.dataDir, join(config.dataDir, CA_CERT_FILE), join(config.dataDir, CA_KEY_FILE)]) chownSync(path, owner.uid, owner.gid);
+  }
+  const roots = systemRoots();
+  if (config.proxy.upstreamCa) roots.push({ label: config.proxy.upstreamCa, pem: readFileSync(config.proxy.upstreamCa, 'utf8') });
+  const bundle = buildBundle({ caPem: ca.certPem, roots });
+  const caSource = ca.source === 'config' ? `proxy.ca (${config.proxy.ca?.cert})` : `${join(config.dataDir, CA_CERT_FILE)}${ca.source === 'generated' ? ' (generated now)' : ''}`;
+  return { files: writeBundle(dir, bundle), caSource, count: bundle.count, skipped: bundle.skipped };
 }

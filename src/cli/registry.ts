@@ -6,5 +6,7 @@ import { serveCommand } from './commands/serve.ts';
 import { protectCommand } from './commands/protect.ts';
 import { validateCommand } from './commands/validate.ts';
 import { hashSecretCommand } from './commands/hash-secret.ts';
+import { captureCommand } from './commands/capture.ts';
+import { caCommand } from './commands/ca.ts';
 
-export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand];
+export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand, captureCommand, caCommand];
