@@ -245,6 +245,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     }
     await checkNotCaptured(deps.routes, first.address.port, probes);
   } catch (err) {
+    logger.error({ listener: 'transparent', error: (err as Error).message }, 'transparent proxy: could not start');
     await closeAll();
     throw err;
   }
