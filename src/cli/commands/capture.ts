@@ -62,7 +62,7 @@ export const captureCommand: Command = {
     // The config (when named) gives the default ports and the listener's port.
     let routes: readonly { match?: { port?: number } }[] | undefined;
     let configPort: number | undefined;
-    const file = (v.config as string | undefined) ?? process.env.DPG_CONFIG;
+    const file = (v.config as string | undefined) ?? (process.env.DPG_CONFIG || undefined);
     if (file !== undefined) {
       const { loadConfig } = await import('../../config/load.ts');
       const { config, problems } = loadConfig({ file });
