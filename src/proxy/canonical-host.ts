@@ -31,6 +31,8 @@ export function canonicalHostOf(raw: string): string | undefined {
     if (parsed === '') return undefined;
     return unmapIpv4(parsed.slice(1, -1));
   }
+  // The parser would cut at these (`a/b` reads as `a`): a host holding one is no host.
+  if (/[\x00-\x20\x7f/\\?#@[\]<>^|]/.test(inner)) return undefined;
   const parsed = domainToASCII(inner);
   if (parsed === '') return undefined;
   if (isIP(parsed) === 4) return parsed;

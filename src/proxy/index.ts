@@ -96,6 +96,20 @@ function listen(server: Server, host: string, port: number): Promise<{ host: str
   });
 }
 
+/**
+ * A request node:http could not parse (a raw control byte in the target, a malformed head): a 400
+ * problem like every other refusal, instead of node's bare one. Nothing reached an upstream.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (err.code === 'HPE_HEADER_OVERFLOW') socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+  else sendProblemOnSocket(socket, problemOf(new DpgError('INVALID_REQUEST', 'The request could not be parsed as HTTP/1.1')));
+}
+
 /** The soft open-files limit, when the platform tells it (Linux /proc). */
 function openFilesLimit(): number | undefined {
   try {
@@ -186,6 +200,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   // Forward proxy: absolute-form requests, CONNECT, and GET /proxy/ca.pem for convenience.
   const forward = createServer({ keepAliveTimeout: 30_000 });
   limits.guard(forward, 'proxy', maxConnections);
+  forward.on('clientError', onClientError);
   const onForward = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '';
     if (req.method === 'GET' && url === '/proxy/ca.pem') {
@@ -206,6 +221,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
 
   // Decrypted (or plain) HTTP from intercepted CONNECT tunnels; never listens itself.
   const interceptServer = createServer({ keepAliveTimeout: 30_000 });
+  interceptServer.on('clientError', onClientError);
   const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
     const tunnel = targets.get(req.socket);
     return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host);
@@ -248,6 +264,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const base = reverseBase(r.upstream);
     const server = createServer({ keepAliveTimeout: 30_000 });
     limits.guard(server, `reverse${index}`, maxConnections);
+    server.on('clientError', onClientError);
     const onReverse = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) =>
       serve(req, res, reverseTarget(base, req.url ?? ''), expectsContinue);
     server.on('request', onReverse(false));
