@@ -76,7 +76,16 @@ export function handleConnect(deps: TunnelDeps, req: IncomingMessage, client: Du
  */
 function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
   client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  // Until its first byte the tunnel is nobody's: closed at shutdown like a tunnel, and at once when
+  // the app hangs up (node:http sockets allow half-open connections: an 'end' alone closes nothing).
+  track(deps.sockets, client);
+  const hungUp = (): void => {
+    client.destroy();
+  };
+  client.once('end', hungUp);
   const start = (first: Buffer): void => {
+    client.off('end', hungUp);
+    deps.sockets.delete(client);
     client.pause();
     client.unshift(first);
     if (first[0] === 0x16) {
