@@ -245,8 +245,7 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
 
     test('IPv6: a route for ::1 is reached as [0::1], [0:0:0:0:0:0:0:1], [::0:1]', async (t) => {
       if (!v6) {
-        t.diagnostic('IPv6 loopback (::1) is not available here: the IPv6 spelling test did not run');
-        console.log('# SKIPPED: IPv6 loopback (::1) unavailable; IPv6 literal spellings not tested end to end');
+        t.skip('IPv6 loopback (::1) is not available here: IPv6 literal spellings not tested end to end');
         return;
       }
       const u = v6;
