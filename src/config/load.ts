@@ -4,6 +4,7 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import { ConfigError, type ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, type YamlValue } from '../core/yaml-reader.ts';
@@ -415,7 +416,9 @@ class SectionReader {
 function validHostPattern(pattern: string): boolean {
   if (pattern === '*') return true;
   const host = pattern.startsWith('*.') ? pattern.slice(2) : pattern;
+  if (/[\x00-\x20\x7f/\\?#@<>^|]/.test(host)) return false; // the URL host parser would cut there
   const bracketed = host.startsWith('[') && host.endsWith(']');
   if (bracketed || host.includes(':')) return !host.includes('%') && domainToASCII(bracketed ? host : `[${host}]`) !== '';
-  return /^[a-z0-9_.-]+$/.test(domainToASCII(host));
+  const ascii = domainToASCII(host);
+  return /^[a-z0-9_.-]+$/.test(ascii) && !(pattern.startsWith('*.') && isIP(ascii) !== 0);
 }

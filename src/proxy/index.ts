@@ -224,7 +224,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   interceptServer.on('clientError', onClientError);
   const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
     const tunnel = targets.get(req.socket);
-    return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host);
+    return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, hostAddresses);
   };
   const onIntercepted = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const reading = interceptTarget(req);

@@ -6,6 +6,7 @@
 import { formatAuthority, isUnspecifiedAddress, readAuthority, type Authority } from './canonical-host.ts';
 import { readPath, targetOf, type PathRefusal } from './canonical-path.ts';
 import type { Target } from './exchange.ts';
+import { NO_ALIASES, type HostAliases } from './route-host-addresses.ts';
 
 /** A request the proxy will not read one way: answered with 400, nothing sent upstream. */
 export interface TargetRefusal {
@@ -71,24 +72,33 @@ export interface TunnelAuthority {
 }
 
 /**
+ * True when two canonical hosts are one: equal, or a routed name and one of its addresses
+ * (route-host-addresses.ts), so `CONNECT 203.0.113.7:443` may carry `Host: api.example`.
+ */
+export function sameHost(a: string, b: string, aliases: HostAliases = NO_ALIASES): boolean {
+  return a === b || aliases.namesFor(a).includes(b) || aliases.namesFor(b).includes(a);
+}
+
+/**
  * A request inside an intercepted tunnel. Origin-form is the usual case. Absolute-form is read
  * when its authority is the tunnel's (after canonicalisation) and refused otherwise: its path is
  * what the upstream would act on. A Host header naming another host than the tunnel is refused:
  * an upstream serving several names (a CDN) would route by it, past the tunnel host's routes.
+ * A Host header without a port is taken to mean the tunnel's port.
  */
-export function tunnelTarget(url: string, tunnel: TunnelAuthority, hostHeader: string | undefined): TargetReading {
+export function tunnelTarget(url: string, tunnel: TunnelAuthority, hostHeader: string | undefined, aliases: HostAliases = NO_ALIASES): TargetReading {
   let rest = url;
   if (!url.startsWith('/')) {
     const form = readAbsoluteForm(url);
     if ('ok' in form) return form;
-    if (form.authority.host !== tunnel.host || form.authority.port !== tunnel.port) {
+    if (!sameHost(form.authority.host, tunnel.host, aliases) || form.authority.port !== tunnel.port) {
       return refuse('An absolute-form request inside a tunnel must name the tunnel\'s own host and port');
     }
     rest = form.rest;
   }
   if (hostHeader !== undefined) {
     const host = readAuthority(hostHeader, tunnel.port);
-    if (host === undefined || host.host !== tunnel.host || host.port !== tunnel.port) {
+    if (host === undefined || !sameHost(host.host, tunnel.host, aliases) || host.port !== tunnel.port) {
       return refuse('The Host header names another host than the tunnel');
     }
   }

@@ -266,14 +266,16 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
       await expectOutcome('by address', named, () => sendRaw(p.proxy.address.port, rawPost(`http://127.0.0.1:${named.port}/v1/customers/1`, 'x', BODY)), {
         protectedAs: '/v1/customers/1',
       });
-      await expectOutcome('CONNECT by address', named, async () => {
-        const t = await openTunnel(p.proxy.address.port, `127.1:${named.port}`);
-        try {
-          return await exchangeRaw(t, rawPost('/v1/customers/1', `127.0.0.1:${named.port}`, BODY));
-        } finally {
-          t.destroy();
-        }
-      }, { protectedAs: '/v1/customers/1' });
+      for (const hostHeader of [`127.0.0.1:${named.port}`, `api.routed.test:${named.port}`]) {
+        await expectOutcome(`CONNECT by address, Host ${hostHeader}`, named, async () => {
+          const t = await openTunnel(p.proxy.address.port, `127.1:${named.port}`);
+          try {
+            return await exchangeRaw(t, rawPost('/v1/customers/1', hostHeader, BODY));
+          } finally {
+            t.destroy();
+          }
+        }, { protectedAs: '/v1/customers/1' });
+      }
     });
 
     test('unspecified addresses (0.0.0.0, ::) are refused, not dialled', async () => {
