@@ -52,6 +52,6 @@ test('route hosts: names, wildcards and IP literals in any spelling load; a host
   }
   for (const host of ['api example', 'a/b', '[fe80::1%eth0]', '256.1.1.1', '*.']) {
     const { problems } = loadConfig({ file: withConfig(routeYaml(host)), env: {} });
-    assert.ok(problems.some((p) => p.path.endsWith('match.host') && p.line === 4), `${host}: ${JSON.stringify(problems)}`);
+    assert.ok(problems.some((p) => (p.path ?? '').endsWith('match.host') && p.line === 4), `${host}: ${JSON.stringify(problems)}`);
   }
 });
