@@ -8,7 +8,16 @@
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 
-/** A host name after IDNA (`xn--` labels), lower case: letters, digits, `-`, `_` and dots only. */
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+/** Dotted decimal without leading zeros: the canonical IPv4 form. */
+const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+/** The WHATWG parser reads a host whose last label is a number (decimal or 0x…) as IPv4. */
+const ENDS_IN_NUMBER = /(?:^|\.)(?:\d+|0x[0-9a-f]*)$/;
+
+/**
+ * A host name after IDNA (`xn--` labels), lower case: letters, digits, `-`, `_` and dots only.
+ * Without `xn--`, such a name is also what IDNA maps to itself.
+ */
 const NAME = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/;
 
 /**
@@ -23,6 +32,9 @@ const NAME = /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/;
  */
 export function canonicalHostOf(raw: string): string | undefined {
   if (raw === '' || raw.length > 1024) return undefined;
+  // Fast paths for what is already canonical (most requests): the parser would return it unchanged.
+  if (CANONICAL_IPV4.test(raw)) return raw;
+  if (NAME.test(raw) && !raw.includes('xn--') && !ENDS_IN_NUMBER.test(raw)) return raw;
   const bracketed = raw.startsWith('[') && raw.endsWith(']');
   const inner = bracketed ? raw.slice(1, -1) : raw;
   if (bracketed || inner.includes(':')) {

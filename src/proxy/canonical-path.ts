@@ -69,8 +69,10 @@ export function readPath(target: string): PathReading | PathRefusal {
   const q = target.indexOf('?');
   const rawPath = q === -1 ? target : target.slice(0, q);
   const query = q === -1 ? undefined : target.slice(q + 1);
-  if (query !== undefined && /%00/.test(query)) return refuse('The query holds an encoded NUL byte');
-  if (query !== undefined && /%(?![0-9A-Fa-f]{2})/.test(query)) return refuse('The query holds a malformed percent-escape');
+  if (query !== undefined && query.includes('%')) {
+    if (query.includes('%00')) return refuse('The query holds an encoded NUL byte');
+    if (/%(?![0-9A-Fa-f]{2})/.test(query)) return refuse('The query holds a malformed percent-escape');
+  }
 
   let decoded = rawPath;
   if (rawPath.includes('%')) {
@@ -95,6 +97,8 @@ export function readPath(target: string): PathReading | PathRefusal {
     decoded = out;
   }
 
+  // Dot segments only exist after a `/.`; most paths have none and are already canonical.
+  if (!decoded.includes('/.')) return { ok: true, path: decoded, query, routePath: routeView(decoded) };
   const segments = decoded.split('/');
   for (let i = 1; i < segments.length; i++) {
     const s = segments[i];
@@ -109,7 +113,6 @@ export function readPath(target: string): PathReading | PathRefusal {
 
 /** RFC 3986 §5.2.4 over the segments of an absolute path (`segments[0]` is the empty root). */
 function removeDotSegments(segments: readonly string[]): string {
-  if (!segments.includes('.') && !segments.includes('..')) return segments.join('/');
   const out: string[] = [];
   const last = segments.length - 1;
   for (let i = 1; i <= last; i++) {

@@ -54,19 +54,19 @@ export interface RouteTable {
  */
 export function compileRoutes(routes: readonly ProxyRoute[], aliases: HostAliases = NO_ALIASES): RouteTable {
   const compiled = routes.map(compileRoute);
-  /** The request's host and, for an address, the route host names it belongs to. */
-  const hostsOf = (host: string): readonly string[] => {
-    const h = canonicalHost(host);
-    if (ipVersion(h) === 0) return [h];
-    const names = aliases.namesFor(h);
-    return names.length === 0 ? [h] : [h, ...names];
+  /** The route's host and port criteria, for the request's host or a route host name it is an address of. */
+  const coversHost = (c: CompiledRoute, host: string, names: readonly string[], port: number): boolean => {
+    if (c.matchesHostPort(host, port)) return true;
+    for (const name of names) if (c.matchesHostPort(name, port)) return true;
+    return false;
   };
   const select = (facts: RequestFacts): RouteSelection | undefined => {
-    const hosts = hostsOf(facts.host);
+    const host = canonicalHost(facts.host);
+    const names = aliases.namesFor(host); // empty unless the host is an address of a routed name
     const path = normalizePath(facts.path);
     let covering: ProxyRoute | undefined;
     for (const c of compiled) {
-      if (!hosts.some((h) => c.matchesHostPort(h, facts.port)) || !c.matchesMethodPath(facts.method, path)) continue;
+      if (!coversHost(c, host, names, facts.port) || !c.matchesMethodPath(facts.method, path)) continue;
       if (c.matchesContentType(facts.contentType)) return { route: c.route, contentTypeMatched: true };
       covering ??= c.route;
     }
@@ -76,8 +76,9 @@ export function compileRoutes(routes: readonly ProxyRoute[], aliases: HostAliase
     select,
     match: (facts) => select(facts)?.route,
     intercepts(host, port) {
-      const hosts = hostsOf(host);
-      return compiled.some((c) => hosts.some((h) => c.matchesHostPort(h, port)));
+      const h = canonicalHost(host);
+      const names = aliases.namesFor(h);
+      return compiled.some((c) => coversHost(c, h, names, port));
     },
   };
 }
