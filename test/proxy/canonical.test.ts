@@ -3,6 +3,7 @@
 // host names reached by their addresses (with an injected resolver: no DNS).
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import type { ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
@@ -196,3 +197,59 @@ test('a routed host name reached by one of its addresses is that host; lookups r
   assert.equal(table.match(facts({ host: '192.0.2.9' }))?.name, 'named');
   addresses.close();
 });
+
+/** Spellings of IPv4 addresses in the forms inet_aton and the WHATWG parser know, plus near misses. */
+function ipv4Spellings(): string[] {
+  const out = new Set<string>();
+  const forms = (n: number): string[] => [String(n), `0x${n.toString(16)}`, `0X${n.toString(16).toUpperCase()}`, `0${n.toString(8)}`];
+  for (const [a, b, c, d] of [[127, 0, 0, 1], [10, 1, 2, 3], [192, 168, 0, 255], [0, 0, 0, 0], [255, 255, 255, 255]]) {
+    const n = ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
+    for (const x of forms(n)) out.add(x);
+    for (const x of forms(a)) for (const y of forms((b << 16) + (c << 8) + d)) out.add(`${x}.${y}`);
+    for (const x of forms(a)) for (const y of forms(b)) out.add(`${x}.${y}.${(c << 8) + d}`);
+    for (const x of forms(a)) for (const y of forms(d)) out.add(`${x}.${b}.${c}.${y}`);
+    out.add(`${a}.${b}.${c}.${d}.`);
+  }
+  for (const miss of ['1.2.3.4.5', '256.1.1.1', '08.1.1.1', '1.2.3.09', '0x1g.1.1.1', '4294967296', '1..2.3', '1.2.3.4 ', '0x', '00x1']) out.add(miss);
+  return [...out];
+}
+
+test('differential: IPv4 spellings read like Node URL does, and like inet_aton (what the resolver dials) wherever both accept', (t) => {
+  const spellings = ipv4Spellings();
+  for (const s of spellings) {
+    let viaUrl: string | undefined;
+    try {
+      viaUrl = new URL(`http://${s}/`).hostname;
+    } catch {
+      viaUrl = undefined;
+    }
+    const ours = canonicalHostOf(s);
+    if (viaUrl !== undefined && /^\d+\.\d+\.\d+\.\d+$/.test(viaUrl)) assert.equal(ours, viaUrl, s);
+  }
+  const py = spawnSync('python3', ['-c', INET_ATON], { input: JSON.stringify(spellings), encoding: 'utf8' });
+  if (py.status !== 0) {
+    t.skip('python3 is not available: the inet_aton comparison did not run');
+    return;
+  }
+  const aton = JSON.parse(py.stdout) as (string | null)[];
+  let compared = 0;
+  spellings.forEach((s, i) => {
+    const ours = canonicalHostOf(s);
+    if (aton[i] === null || ours === undefined || !/^\d+\.\d+\.\d+\.\d+$/.test(ours)) return;
+    compared++;
+    assert.equal(ours, aton[i], `${s}: inet_aton reads ${aton[i]}, the gateway ${ours}`);
+  });
+  assert.ok(compared > 50, `compared ${compared}`);
+});
+
+/** Python reading a JSON list of strings from stdin, printing socket.inet_aton's address for each (or null). */
+const INET_ATON = `
+import json, socket, sys
+out = []
+for s in json.load(sys.stdin):
+    try:
+        out.append(socket.inet_ntoa(socket.inet_aton(s)))
+    except OSError:
+        out.append(None)
+print(json.dumps(out))
+`;
