@@ -2,7 +2,28 @@
 // protects, or it is not forwarded: a type switch (`text/plain`, no Content-Type, a `+json` type
 // the route did not name) must not switch protection off.
 
+import { DpgError, type ErrorCode } from '../core/errors.ts';
 import type { DataSetType } from '../core/types.ts';
+
+/**
+ * Input the proxy refuses to read: ambiguous between servers (a form with `;`, a JSON document
+ * sent as a form, a query with `;`) or of a type no route phase can protect. Unlike a protection
+ * failure, `onError: passthrough` never forwards it: an attacker could pick it to get through.
+ */
+export class RefusedInputError extends DpgError {
+  constructor(code: Extract<ErrorCode, 'MALFORMED_DATA_SET' | 'UNSUPPORTED_DATA_SET_TYPE'>, detail: string) {
+    super(code, detail);
+    this.name = 'RefusedInputError';
+  }
+}
+
+/**
+ * A client-sent media type (or charset) as it may appear in an error message: quoted only when it
+ * is a plain token (`application/vnd.x+json`), never arbitrary client text.
+ */
+export function printableType(value: string): string {
+  return /^[a-z0-9!#$&^_.+-]{1,60}(?:\/[a-z0-9!#$&^_.+-]{1,60})?$/.test(value) ? value : '(not shown)';
+}
 
 /** A data set type, or `FORM` for `application/x-www-form-urlencoded` fields. */
 export type BodyKind = DataSetType | 'FORM';

@@ -14,6 +14,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { ProxyRoute } from '../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
+import { printableType, RefusedInputError } from './body-kind.ts';
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from './problem.ts';
@@ -184,7 +185,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
           // A body the route cannot read is refused (415) whatever onError says; only otherContent passes it on.
           const kind = decoded.length === 0 ? undefined : phase.kindOf(decoded, contentType, route.match.contentType);
           const otherContent = decoded.length > 0 && kind === undefined;
-          if (otherContent && route.otherContent !== 'passthrough') throw new OtherContentError(mediaTypeOf(contentType), selection.contentTypeMatched);
+          if (otherContent && route.otherContent !== 'passthrough') throw otherContentError(mediaTypeOf(contentType), selection.contentTypeMatched);
           const { pathname, query } = splitPath(target.path);
           if (query !== undefined && phase.protectsQuery) {
             const q = phase.protectQuery(query, requestId);
@@ -203,9 +204,8 @@ export function createExchange(deps: ExchangeDeps): Exchange {
             else options.body = raw.length === 0 ? null : raw; // a GET stays a GET without a body
           }
         } catch (err) {
-          if (err instanceof OtherContentError) throw err.problem;
-          // Oversized is never forwarded; other failures only when the route opted into it.
-          if (route.onError !== 'passthrough' || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
+          // Oversized and refused input are never forwarded; other failures only when the route opted into it.
+          if (route.onError !== 'passthrough' || err instanceof RefusedInputError || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
           outcome = 'passthrough';
           logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: protection failed, route forwards unprotected (onError: passthrough)');
           options.body = raw;
@@ -354,17 +354,13 @@ function discard(): Writable {
  * A body of a type the selected route cannot read: 415, whether the route named another type
  * (its contentType) or named none, and whatever onError says.
  */
-class OtherContentError extends Error {
-  readonly problem: DpgError;
-  constructor(mediaType: string, contentTypeMatched: boolean) {
-    super('Other content');
-    const type = mediaType === '' ? 'without a Content-Type' : `of type ${mediaType.slice(0, 80)}`;
-    const hint = contentTypeMatched ? 'set dataSetType on the route' : 'send a type the route reads';
-    this.problem = new DpgError(
-      'UNSUPPORTED_DATA_SET_TYPE',
-      `A body ${type} cannot be read on this route, so it cannot be protected (${hint}, or opt in with otherContent: passthrough)`,
-    );
-  }
+function otherContentError(mediaType: string, contentTypeMatched: boolean): RefusedInputError {
+  const type = mediaType === '' ? 'without a Content-Type' : `of type ${printableType(mediaType)}`;
+  const hint = contentTypeMatched ? 'set dataSetType on the route' : 'send a type the route reads';
+  return new RefusedInputError(
+    'UNSUPPORTED_DATA_SET_TYPE',
+    `A body ${type} cannot be read on this route, so it cannot be protected (${hint}, or opt in with otherContent: passthrough)`,
+  );
 }
 
 /** A failure while protecting what came back: reported as 502, the upstream's body withheld. */

@@ -8,7 +8,7 @@ import type { Engine, PreparedJob } from '../engine/types.ts';
 import type { FieldAction } from '../formats/codec.ts';
 import { parseJobRequest } from '../engine/request.ts';
 import { normalizeName } from '../manifest/selectors.ts';
-import { bodyKindOf, type BodyKind } from './body-kind.ts';
+import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from './body-kind.ts';
 
 export { inferBodyKind } from './body-kind.ts';
 
@@ -92,11 +92,11 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
       if (kind === undefined) {
         throw new DpgError(
           'UNSUPPORTED_DATA_SET_TYPE',
-          `Content-Type ${mediaType === '' ? '(none)' : mediaType.slice(0, 80)} has no data set type; set dataSetType on the route`,
+          `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
         );
       }
       if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${charset.slice(0, 40)} is not supported (UTF-8 only)`);
+        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
       }
       let text: string;
       try {
@@ -120,7 +120,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     protectQuery(query, requestId) {
       if (queryParams.size === 0 || query === '') return { query, valuesProtected: 0 };
       if (query.includes(';')) {
-        throw new DpgError('MALFORMED_DATA_SET', 'The query string holds a ; (some servers split parameters on it): refused on a route that protects query parameters');
+        throw new RefusedInputError('MALFORMED_DATA_SET', 'The query string holds a ; (some servers split parameters on it): refused on a route that protects query parameters');
       }
       const prepared = engine.prepare(jobFor('JSON', requestId));
       const out = protectPairs(query, prepared, isQueryParam, 'query');
@@ -152,7 +152,7 @@ export function parseContentType(header: string | undefined): { mediaType: strin
  * are skipped by every parser and allowed.
  */
 function checkForm(text: string): void {
-  const malformed = (why: string): DpgError => new DpgError('MALFORMED_DATA_SET', `The form body ${why}`);
+  const malformed = (why: string): RefusedInputError => new RefusedInputError('MALFORMED_DATA_SET', `The form body ${why}`);
   if (/^\s*[{[<]/.test(text)) throw malformed('looks like a JSON or XML document, not name=value pairs');
   if (text.includes(';')) throw malformed('holds a ; (some servers split pairs on it)');
   const pairs = text.split('&');

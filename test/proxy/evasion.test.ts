@@ -79,6 +79,7 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
       route('typed-tls', { match: { host: '127.0.0.1', port: secure.port, path: '/typed/**', contentType: 'application/json' }, request: mask }),
       route('any', { match: { host: '127.0.0.1', port: plain.port, path: '/any/**' }, request: mask }),
       route('other', { match: { host: '127.0.0.1', port: plain.port, path: '/other/**' }, request: mask, otherContent: 'passthrough' }),
+      route('lenient', { match: { host: '127.0.0.1', port: plain.port, path: '/lenient/**' }, request: mask, onError: 'passthrough' }),
       route('query', { match: { host: '127.0.0.1', port: plain.port, path: '/search' }, request: { ...mask, queryParams: ['cardNumber'] } }),
       route('bodiless', { match: { host: '127.0.0.1', port: bodilessPort, path: '/routed/**' }, request: mask, response: mask }),
     ];
@@ -323,6 +324,15 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
       await expectOutcome('; separator', plain, () => forward('/any/1', `a=1;cardNumber=${CARD}`, form), { refused: 400 });
       await expectOutcome('pair without =', plain, () => forward('/any/1', `a=1&cardNumber${CARD}`, form), { refused: 400 });
       await expectOutcome('a good form', plain, () => forward('/any/1', `a=1&&cardNumber=${CARD}`, form), { protectedAs: '/any/1', body: `a=1&&cardNumber=${MASKED}` });
+    });
+
+    test('onError: passthrough does not forward what the proxy refuses to read', async () => {
+      const form = 'application/x-www-form-urlencoded';
+      await expectOutcome('lenient ;', plain, () => forward('/lenient/1', `a=1;cardNumber=${CARD}`, form), { refused: 400 });
+      await expectOutcome('lenient JSON as form', plain, () => forward('/lenient/1', BODY, form), { refused: 400 });
+      await expectOutcome('lenient other type', plain, () => forward('/lenient/1', BODY, 'image/png'), { refused: 415 });
+      const res = await forward('/lenient/1', BODY, 'image/x-<script>');
+      assert.ok(!res.body.toString().includes('<script>'), 'a client-sent type is not echoed');
     });
 
     test('otherContent: passthrough forwards other types unread, but still reads untyped bodies', async () => {
