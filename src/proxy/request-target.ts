@@ -2,6 +2,9 @@
 // origin-form (or absolute-form naming the tunnel itself) inside an intercepted CONNECT tunnel,
 // origin-form on a reverse listener. Hosts and paths are canonicalised (canonical-host.ts,
 // canonical-path.ts); what stays ambiguous is refused before anything is sent upstream.
+// `tunnelTarget` serves any connection whose destination is known before its first request: a
+// CONNECT tunnel, or a transparently captured connection (the SNI name or original destination
+// address, canonicalised with canonicalHostOf, plus the original port).
 
 import { formatAuthority, isUnspecifiedAddress, readAuthority, type Authority } from './canonical-host.ts';
 import { readPath, targetOf, type PathRefusal } from './canonical-path.ts';
