@@ -73,7 +73,7 @@ async function serveGateway(dataDir: string): Promise<void> {
         },
       ],
       reverse: [],
-      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, idleTimeoutMs: 3_600_000, resolveIntervalMs: 30_000, encryptedClientHello: 'refuse' },
+      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse' },
     },
     dataDir,
     engine: testEngine(),

@@ -30,8 +30,6 @@ describe('proxy.transparent config', () => {
       listen: { host: '127.0.0.1', port: 15006 },
       ipv6: true,
       peekTimeoutMs: 500,
-      idleTimeoutMs: 3_600_000,
-      resolveIntervalMs: 30_000,
       encryptedClientHello: 'refuse',
     });
   });

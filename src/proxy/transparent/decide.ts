@@ -40,11 +40,13 @@ export function decideOnAccept(ctx: DecisionContext, dst: OriginalDestination): 
   return ctx.coverage.covers(dst.address, dst.port) ? { action: 'peek' } : { action: 'splice', reason: 'no route covers the destination' };
 }
 
-/** True when a route covers any of `names` (plus the destination's own names) on the port. */
+/**
+ * True when a route covers any of `names`, or the destination address, on the port. The route
+ * table counts an address of a routed name as that name (route-host-addresses.ts).
+ */
 export function routed(ctx: DecisionContext, dst: OriginalDestination, names: readonly (string | undefined)[]): boolean {
   for (const n of names) if (n !== undefined && ctx.intercepts(canonicalHost(n), dst.port)) return true;
-  for (const n of ctx.coverage.namesOf(dst.address)) if (ctx.intercepts(n, dst.port)) return true;
-  return false;
+  return ctx.intercepts(dst.address, dst.port);
 }
 
 export function decideTls(ctx: DecisionContext, dst: OriginalDestination, hello: HelloResult): Decision {

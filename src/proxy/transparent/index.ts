@@ -13,12 +13,14 @@ import { TLSSocket } from 'node:tls';
 import type { ProxyRoute, TransparentConfig } from '../../config/types.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { LeafCertificates } from '../ca.ts';
+import { canonicalHostOf, readAuthority } from '../canonical-host.ts';
+import { readPath, targetOf } from '../canonical-path.ts';
 import { requestFacts, type Target } from '../exchange.ts';
-import { sendProblem } from '../problem.ts';
-import { canonicalHost, stripBrackets, type RouteTable } from '../routes.ts';
+import { readAbsoluteForm, type TargetReading } from '../request-target.ts';
+import { stripBrackets, type RouteTable } from '../routes.ts';
 import { track } from '../tunnel.ts';
 import { isTlsHandshake, parseClientHello } from './client-hello.ts';
-import { canonicalAddress, RouteCoverage } from './coverage.ts';
+import { RouteCoverage } from './coverage.ts';
 import { decideOnAccept, decidePlain, decideTls, type Decision, type DecisionContext } from './decide.ts';
 import { peekHttpHead } from './http-head.ts';
 import { loadOriginalDestinationReader, type OriginalDestination, type OriginalDestinationReader } from './original-destination.ts';
@@ -27,22 +29,27 @@ import { connectUpstream, relay, type SpliceOptions } from './splice.ts';
 export interface TransparentDeps {
   readonly config: TransparentConfig;
   readonly routes: readonly ProxyRoute[];
+  /** The proxy's route table (it counts an address of a routed name as that name). */
   readonly table: RouteTable;
   readonly leaves: LeafCertificates;
   readonly connectTimeoutMs: number;
   readonly logger: Logger;
-  /** Serves one request once its target is known: the proxy's exchange, Expect handling and shutdown accounting. */
-  readonly serve: (req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean) => void;
-  /** The proxy's upgrade handling, for a server of ours and our way of finding a request's target. */
-  readonly onUpgrade: (server: HttpServer, targetOf: (req: IncomingMessage) => Target | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Serves one request once its target is read: the proxy's exchange, Expect handling, shutdown accounting. */
+  readonly serve: (req: IncomingMessage, res: ServerResponse, reading: TargetReading, expectsContinue: boolean) => void;
+  /** The proxy's upgrade handling, for a server of ours and our way of reading a request's target. */
+  readonly onUpgrade: (server: HttpServer, read: (req: IncomingMessage) => TargetReading | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** The proxy's answer to a request node:http could not parse. */
+  readonly onClientError: (err: NodeJS.ErrnoException, socket: Duplex) => void;
+  /** Puts a listener under the proxy's connection cap, readiness and idle sweeping. */
+  readonly guard: (server: NetServer, name: string) => void;
   /** Spliced connections: destroyed at once when the proxy closes. */
   readonly sockets: Set<Duplex>;
   /** Connections read as HTTP: closed once idle when the proxy closes. */
   readonly intercepted: Set<Duplex>;
+  /** Intercepting TLS socket → the connection under it (the proxy counts exchanges per raw connection). */
+  readonly outer: WeakMap<object, Duplex>;
   /** Tests without a kernel redirect inject their own; default: SO_ORIGINAL_DST through koffi. */
   readonly originalDestination?: OriginalDestinationReader;
-  /** Tests: name resolution of route hosts. */
-  readonly resolve?: (name: string) => Promise<string[]>;
 }
 
 export interface RunningTransparent {
@@ -66,33 +73,31 @@ const MAX_HEAD_BYTES = 16 * 1024;
 export async function startTransparent(deps: TransparentDeps): Promise<RunningTransparent> {
   const { config, table, leaves, logger } = deps;
   const readOriginal = deps.originalDestination ?? (await loadOriginalDestinationReader());
-  const coverage = new RouteCoverage(deps.routes, logger, deps.resolve);
-  await coverage.start(config.resolveIntervalMs);
+  const coverage = new RouteCoverage(deps.routes);
   const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello };
-  const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs, idleTimeoutMs: config.idleTimeoutMs };
+  const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs };
   const connections = new WeakMap<object, ConnectionInfo>();
   /** Our own probe connections while the start-up loop check runs. */
   const probes = new Map<Socket, () => void>();
 
   // Decrypted or plain HTTP of redirected connections; never listens itself.
   const http = createHttpServer({ keepAliveTimeout: 30_000 });
-  const targetOf = (req: IncomingMessage): Target | undefined => {
+  http.on('clientError', deps.onClientError);
+  const read = (req: IncomingMessage): TargetReading | undefined => {
     const info = connections.get(req.socket);
-    return info && requestTarget(req, info, table, coverage);
+    return info && requestTarget(req, info, table);
   };
   const onRequest = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
-    const problem = hostProblem(req);
-    const target = problem === undefined ? targetOf(req) : undefined;
-    if (!target) {
-      const detail = problem ?? 'The request target must be origin-form or an absolute http(s) URL';
-      sendProblem(res, { status: 400, code: 'INVALID_REQUEST', title: 'Invalid request', detail }, undefined, true);
+    const reading = read(req);
+    if (!reading) {
+      res.destroy();
       return;
     }
-    deps.serve(req, res, target, expectsContinue);
+    deps.serve(req, res, reading, expectsContinue);
   };
   http.on('request', onRequest(false));
   http.on('checkContinue', onRequest(true));
-  http.on('upgrade', deps.onUpgrade(http, targetOf));
+  http.on('upgrade', deps.onUpgrade(http, read));
 
   const refuse = (socket: Socket, dst: OriginalDestination | undefined, reason: string): void => {
     logger.warn({ listener: 'transparent', dst: dst && `${dst.address}:${dst.port}`, reason }, 'transparent proxy: connection refused');
@@ -103,7 +108,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     const up = upstream ?? connectUpstream(dst, spliceOptions);
     track(deps.sockets, client);
     track(deps.sockets, up);
-    relay(client, up, first, spliceOptions);
+    relay(client, up, first);
   };
 
   const toHttp = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
@@ -126,6 +131,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     const tls = new TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
     tls.on('error', () => tls.destroy());
     track(deps.intercepted, tls);
+    deps.outer.set(tls, client);
     connections.set(tls, { scheme: 'https', dst, serverName: decision.serverName });
     // The TLS layer drains what was unshifted and reads the handle itself: no resume() here.
     http.emit('connection', tls);
@@ -190,7 +196,6 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     };
     client.on('data', onData);
     client.on('close', onClose);
-    client.setTimeout(config.idleTimeoutMs, () => client.destroy());
   };
 
   const onConnection = (client: Socket): void => {
@@ -206,6 +211,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     let dst: OriginalDestination | undefined;
     try {
       dst = readOriginal(client);
+      if (dst !== undefined) dst = { ...dst, address: canonicalHostOf(dst.address) ?? dst.address };
     } catch (err) {
       logger.error({ listener: 'transparent', errno: (err as { errno?: number }).errno }, 'transparent proxy: could not read the original destination');
     }
@@ -225,16 +231,15 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const servers: NetServer[] = [];
   const addresses: { host: string; port: number }[] = [];
   const closeAll = async (): Promise<void> => {
-    coverage.stop();
     await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   };
   try {
-    const first = await listen(onConnection, config.listen.host, config.listen.port);
+    const first = await listen(onConnection, deps.guard, config.listen.host, config.listen.port);
     servers.push(first.server);
     addresses.push(first.address);
     if (config.ipv6 && isIP(stripBrackets(config.listen.host)) === 4) {
       try {
-        const twin = await listen(onConnection, '::1', first.address.port);
+        const twin = await listen(onConnection, deps.guard, '::1', first.address.port);
         servers.push(twin.server);
         addresses.push(twin.address);
       } catch (err) {
@@ -253,8 +258,14 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   return { addresses, close: closeAll };
 }
 
-function listen(onConnection: (socket: Socket) => void, host: string, port: number): Promise<{ server: NetServer; address: { host: string; port: number } }> {
+function listen(
+  onConnection: (socket: Socket) => void,
+  guard: TransparentDeps['guard'],
+  host: string,
+  port: number,
+): Promise<{ server: NetServer; address: { host: string; port: number } }> {
   const server = createNetServer({ allowHalfOpen: true, noDelay: true }, onConnection);
+  guard(server, isIP(stripBrackets(host)) === 6 ? 'transparent6' : 'transparent');
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, stripBrackets(host), () => {
@@ -266,74 +277,50 @@ function listen(onConnection: (socket: Socket) => void, host: string, port: numb
 }
 
 /**
- * Where one request goes. The host routes are matched on is the first of these that some route
- * matches: the Host header (or absolute-form authority), the TLS server name, then the routed names
- * the original destination address belongs to. So a request is protected when ANY name it could be
- * read as is routed. The connection always goes to the original destination address, TLS verified
- * against the server name the app sent.
+ * Where one request goes, read with the proxy's canonical forms (request-target.ts): the path in one
+ * spelling (or refused), hosts canonical. The host routes are matched on is the first of these that
+ * some route matches: the absolute-form authority, the Host header, the TLS server name, the
+ * original destination address (which the route table counts as any routed name it belongs to).
+ * So a request is protected when ANY name it can be read as is routed. The connection always goes
+ * to the original destination address, TLS verified against the server name the app sent.
  */
-export function requestTarget(req: IncomingMessage, info: ConnectionInfo, table: RouteTable, coverage: RouteCoverage): Target | undefined {
-  let path = req.url ?? '/';
+export function requestTarget(req: IncomingMessage, info: ConnectionInfo, table: RouteTable): TargetReading {
+  const refuse = (reason: string): TargetReading => ({ ok: false, reason });
+  let rest = req.url ?? '/';
   let authority: string | undefined;
-  if (!path.startsWith('/')) {
-    const absolute = absoluteForm(path, info.scheme);
-    if (absolute === undefined) return undefined;
-    ({ path, authority } = absolute);
+  if (!rest.startsWith('/')) {
+    const form = readAbsoluteForm(rest);
+    if ('ok' in form) return form;
+    if (form.scheme !== info.scheme) return refuse(`An absolute-form request on this connection must be ${info.scheme}://`);
+    authority = form.authority.host;
+    rest = form.rest;
   }
-  const hostHeader = hostOf(req.headers.host);
-  const candidates = [authority, hostHeader, info.serverName, ...coverage.namesOf(info.dst.address)].filter((c): c is string => c !== undefined);
+  const path = readPath(rest);
+  if (!path.ok) return refuse(path.reason);
+  let hostHeader: string | undefined;
+  let hosts = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].length === 4 && req.rawHeaders[i].toLowerCase() === 'host') hosts++;
+  // Servers disagree on which of two Host headers counts: the route is chosen by it, so refuse.
+  if (hosts > 1) return refuse('More than one Host header');
+  if (hosts === 1) {
+    const host = readAuthority(req.headers.host, info.dst.port);
+    if (host === undefined) return refuse('The Host header is not a valid host[:port]');
+    hostHeader = host.host;
+  }
+  const serverName = info.serverName === undefined ? undefined : canonicalHostOf(info.serverName);
+  const candidates = [authority, hostHeader, serverName, info.dst.address].filter((c): c is string => c !== undefined);
   const base: Target = {
     scheme: info.scheme,
-    host: candidates[0] ?? info.dst.address,
+    host: candidates[0],
     port: info.dst.port,
-    path,
+    path: targetOf(path),
     connectTo: { address: info.dst.address, servername: info.scheme === 'https' ? info.serverName : undefined },
   };
   const facts = requestFacts(req, base);
-  for (const c of candidates) {
-    const host = canonicalHost(c);
-    if (table.match({ ...facts, host }) !== undefined) return host === base.host ? base : { ...base, host };
+  for (const host of candidates) {
+    if (table.match({ ...facts, host }) !== undefined) return { ok: true, target: host === base.host ? base : { ...base, host } };
   }
-  return base;
-}
-
-/** `http://host[:port]/path` of a request line sent to an origin: its authority and origin-form path. */
-function absoluteForm(url: string, scheme: 'http' | 'https'): { path: string; authority: string } | undefined {
-  if (!url.toLowerCase().startsWith(`${scheme}://`)) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return undefined;
-  }
-  const rest = url.slice(scheme.length + 3);
-  const slash = rest.search(/[/?]/);
-  let path = slash === -1 ? '/' : rest.slice(slash);
-  if (path.startsWith('?')) path = '/' + path;
-  const hash = path.indexOf('#');
-  if (hash !== -1) path = path.slice(0, hash);
-  return { path, authority: stripBrackets(parsed.hostname).toLowerCase() };
-}
-
-/**
- * Servers disagree on which of two Host headers counts, and on what a malformed one means: the
- * route is chosen by the Host, so either is refused rather than guessed.
- */
-function hostProblem(req: IncomingMessage): string | undefined {
-  let count = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].length === 4 && req.rawHeaders[i].toLowerCase() === 'host') count++;
-  if (count > 1) return 'More than one Host header';
-  if (count === 1 && hostOf(req.headers.host) === undefined) return 'The Host header is not a host[:port]';
-  return undefined;
-}
-
-/** The host of a Host header value, lower case, without port or brackets. */
-function hostOf(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::\d{0,5})?$/.exec(value.trim());
-  if (!m) return undefined;
-  const host = (m[1] ?? m[2]).toLowerCase();
-  return canonicalAddress(host) ?? host;
+  return { ok: true, target: base };
 }
 
 /**

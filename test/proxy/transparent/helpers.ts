@@ -96,8 +96,6 @@ export function transparentConfig(overrides: Partial<TransparentConfig> = {}): T
     listen: { host: '127.0.0.1', port: 0 },
     ipv6: false,
     peekTimeoutMs: 200,
-    idleTimeoutMs: 60_000,
-    resolveIntervalMs: 60_000,
     encryptedClientHello: 'refuse',
     ...overrides,
   };
@@ -138,14 +136,12 @@ export async function startTransparentProxy(options: {
     engine: testEngine(),
     logger,
     metrics: new Metrics({ collectDefaults: false }),
-    transparentOverrides: {
-      originalDestination: () => queue.shift(),
-      resolve: async (name) => {
-        const found = hosts[name];
-        if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-        return found;
-      },
+    resolveHost: async (name) => {
+      const found = hosts[name];
+      if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      return found;
     },
+    transparentOverrides: { originalDestination: () => queue.shift() },
   });
   return {
     proxy,
