@@ -112,6 +112,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   };
 
   const toHttp = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
+    deps.sockets.delete(client);
     client.unshift(first);
     track(deps.intercepted, client);
     connections.set(client, { scheme: 'http', dst, serverName: undefined });
@@ -127,6 +128,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
       refuse(client, dst, 'could not mint a certificate');
       return;
     }
+    deps.sockets.delete(client);
     client.unshift(first);
     const tls = new TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
     tls.on('error', () => tls.destroy());
@@ -143,6 +145,8 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
    * own first bytes are still decided on; once the server has spoken, only a splice is possible.
    */
   const peek = (client: Socket, dst: OriginalDestination): void => {
+    // Undecided connections are closed at shutdown like tunnels (moved to `intercepted` if read as HTTP).
+    track(deps.sockets, client);
     let buffered: Buffer = Buffer.alloc(0);
     let early: Socket | undefined;
     let serverSpoke = false;

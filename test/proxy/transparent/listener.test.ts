@@ -196,4 +196,20 @@ describe('transparent listener (loopback, injected original destinations)', () =
       banner.close();
     }
   });
+
+  test('closing the proxy ends undecided and spliced connections at once', async () => {
+    const tp3 = await startTransparentProxy({ routes: [route('r', { match: { host: 'api.partner.test', port: http.port }, request: { manifest: 'customer', jobType: 'Mask' } })] });
+    tp3.redirectNext({ address: '127.0.0.1', port: http.port, family: 4 }); // covered: waits for bytes
+    tp3.redirectNext({ address: '127.0.0.1', port: other.port, family: 4 }); // not covered: spliced
+    const silent = netConnect(tp3.port, '127.0.0.1');
+    await new Promise((r) => silent.once('connect', r));
+    const spliced = netConnect(tp3.port, '127.0.0.1');
+    await new Promise((r) => spliced.once('connect', r));
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    await tp3.close();
+    assert.ok(Date.now() - started < 1500, `closed in ${Date.now() - started} ms`);
+    silent.destroy();
+    spliced.destroy();
+  });
 });
