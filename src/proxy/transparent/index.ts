@@ -242,15 +242,12 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     servers.push(first.server);
     addresses.push(first.address);
     if (config.ipv6 && isIP(stripBrackets(config.listen.host)) === 4) {
-      try {
+      // Asked first, so a host without IPv6 does not leave a listener that never listens in readiness.
+      if (await ipv6LoopbackAvailable()) {
         const twin = await listen(onConnection, deps.guard, '::1', first.address.port);
         servers.push(twin.server);
         addresses.push(twin.address);
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code !== 'EADDRNOTAVAIL' && code !== 'EAFNOSUPPORT') throw err;
-        logger.info({ listener: 'transparent' }, 'transparent proxy: no IPv6 loopback here; IPv4 only');
-      }
+      } else logger.info({ listener: 'transparent' }, 'transparent proxy: no IPv6 loopback here; IPv4 only');
     }
     await checkNotCaptured(deps.routes, first.address.port, probes);
   } catch (err) {
@@ -260,6 +257,15 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   }
   for (const a of addresses) logger.info({ listener: 'transparent', host: a.host, port: a.port }, 'transparent proxy listening');
   return { addresses, close: closeAll };
+}
+
+/** Whether [::1] can be bound here (IPv6 off in the kernel or the namespace: no). */
+function ipv6LoopbackAvailable(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(0, '::1', () => probe.close(() => resolve(true)));
+  });
 }
 
 function listen(
