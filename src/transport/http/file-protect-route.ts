@@ -108,7 +108,7 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
         }),
         'LIST',
       );
-      noteJob(ex, job);
+      noteJob(ex, job, deps.engine);
       if (request.principal !== undefined) deps.identity.authorize(request.principal, job.jobType, job.manifestName);
       else requireTokenUnlessProtectScope(job);
       const inline = Object.hasOwn(meta, 'dataSet') ? meta.dataSet : Object.hasOwn(meta, 'rawDataSet') ? meta.rawDataSet : undefined;
