@@ -51,24 +51,41 @@ function refused(positions: SourcePositions, token: SqlToken, what: string): Dpg
   return new DpgError('MALFORMED_DATA_SET', `SQL at ${positions.describe(token.start)}: ${what}`);
 }
 
-/** Checks every statement of a script; throws MALFORMED_DATA_SET at the first refused one. */
+/**
+ * Checks every statement of a script; throws MALFORMED_DATA_SET at the first refused one. Returns
+ * the indexes of statements settled here that the parser need not read: MySQL's `SET NAMES x`,
+ * `SET CHARACTER SET x` (checked above, carrying no data, and missing from the parser's grammar).
+ */
 export function guardScript(
   sql: string,
   dialect: SqlDialect,
   tokens: readonly SqlToken[],
   statements: readonly StatementTokens[],
   positions: SourcePositions,
-): void {
+): Set<number> {
+  const settled = new Set<number>();
   const mysql = dialect.executableComments;
   const variables = mysql ? new SessionVariables(sql, tokens) : undefined;
-  for (const st of statements) {
+  statements.forEach((st, index) => {
     if (mysql) checkConditions(tokens, st, positions);
-    const head = tokens[st.first];
     const word = (k: number): string => (st.first + k < st.end && tokens[st.first + k].kind === 'word' ? tokens[st.first + k].text : '');
-    if (mysql && head.kind === 'word' && head.text === 'SET') checkMysqlSet(sql, tokens, st, positions, variables!);
+    if (mysql && word(0) === 'SET') {
+      checkMysqlSet(sql, tokens, st, positions, variables!);
+      const what = word(1);
+      if ((what === 'NAMES' || what === 'CHARSET' || (what === 'CHARACTER' && word(2) === 'SET')) && !hasLiteral(tokens, st, 'number')) settled.add(index);
+    }
     if (dialect.name === 'postgresql') checkPostgresSettings(sql, tokens, st, positions);
     checkRunsText(dialect, tokens, st, positions, word);
+  });
+  return settled;
+}
+
+function hasLiteral(tokens: readonly SqlToken[], st: StatementTokens, kind: 'number' | 'any'): boolean {
+  for (let k = st.first; k < st.end; k++) {
+    const t = tokens[k];
+    if (t.kind === 'number' || (kind === 'any' && t.kind === 'string')) return true;
   }
+  return false;
 }
 
 /**
@@ -265,11 +282,7 @@ function checkRunsText(dialect: SqlDialect, tokens: readonly SqlToken[], st: Sta
       if (word(k) === 'TABLE' || word(k) === 'VIEW' || word(k) === 'INDEX') break;
     }
   }
-  if (!runs) return;
-  for (let k = st.first; k < st.end; k++) {
-    const t = tokens[k];
-    if (t.kind === 'string' || t.kind === 'number') {
-      throw refused(positions, tokens[st.first], 'the statement carries SQL (or a routine body) that the server runs but the gateway cannot read; literals in it cannot be protected');
-    }
+  if (runs && hasLiteral(tokens, st, 'any')) {
+    throw refused(positions, tokens[st.first], 'the statement carries SQL (or a routine body) that the server runs but the gateway cannot read; literals in it cannot be protected');
   }
 }

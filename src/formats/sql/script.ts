@@ -131,12 +131,21 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   if (segments.length > limits.maxStatements) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
   }
-  guardScript(sql, dialect, tokens, segments, positions);
-  const asts = segments.length === 0 ? [] : parseSqlStatements(parserText(sql, tokens, hidden, dialect), dialect, positions);
-  if (asts.length !== segments.length) {
+  // Statements the guard settles itself (SET NAMES, which the parser's grammars lack) are hidden
+  // from the parser and stand in the list as bare `set` trees.
+  const settled = guardScript(sql, dialect, tokens, segments, positions);
+  const hide = [...hidden];
+  for (const k of settled) {
+    const seg = segments[k];
+    hide.push(tokens[seg.first].start, seg.semi === -1 ? tokens[seg.end - 1].end : tokens[seg.semi].end);
+  }
+  const parsed = segments.length === settled.size ? [] : parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+  const asts: SqlAst[] = [];
+  for (let k = 0, p = 0; k < segments.length; k++) asts.push(settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {}));
+  if (parsed.length + settled.size !== segments.length) {
     throw new DpgError(
       'MALFORMED_DATA_SET',
-      `SQL script could not be split into statements (${segments.length} found, the parser read ${asts.length}); end every statement with ';'`,
+      `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + settled.size}); end every statement with ';'`,
     );
   }
   const reader = new StatementReader(sql, dialect, tokens);
@@ -155,7 +164,17 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
  */
 function parserText(sql: string, tokens: readonly SqlToken[], hidden: readonly number[], dialect: SqlDialect): string {
   const edits: [number, number, string][] = [];
-  for (let k = 0; k < hidden.length; k += 2) edits.push([hidden[k], hidden[k + 1], blank(sql, hidden[k], hidden[k + 1])]);
+  // Hidden ranges can overlap (a settled statement holds an executable comment's markers): merge them.
+  const ranges: [number, number][] = [];
+  for (let k = 0; k < hidden.length; k += 2) ranges.push([hidden[k], hidden[k + 1]]);
+  ranges.sort((x, y) => x[0] - y[0]);
+  const merged: [number, number][] = [];
+  for (const [start, end] of ranges) {
+    const top = merged[merged.length - 1];
+    if (top !== undefined && start <= top[1]) top[1] = Math.max(top[1], end);
+    else merged.push([start, end]);
+  }
+  for (const [start, end] of merged) edits.push([start, end, blank(sql, start, end)]);
   for (let k = 1; k < tokens.length; k++) {
     const a = tokens[k - 1];
     const b = tokens[k];
@@ -173,6 +192,7 @@ function parserText(sql: string, tokens: readonly SqlToken[], hidden: readonly n
   let out = '';
   let cursor = 0;
   for (const [start, end, text] of edits) {
+    if (start < cursor) continue; // inside a hidden range already blanked
     out += sql.slice(cursor, start) + text;
     cursor = end;
   }
