@@ -105,6 +105,9 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
   const n = sql.length;
   let depth = 0;
   let i = sql.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte order mark opens many saved T-SQL scripts
+  // Servers disagree about a NUL in the text (MySQL may end the statement there, PostgreSQL refuses it).
+  const nul = sql.indexOf('\0');
+  if (nul !== -1) throw malformed(positions, nul, 'a NUL character in the text is read differently by different servers');
   /** The executable comment being read: where it opened, and its condition ('' = always runs). */
   let execOpen = -1;
   let condition = '';

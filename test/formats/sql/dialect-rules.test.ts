@@ -163,6 +163,10 @@ describe('SQL strings and names per dialect', () => {
     assert.equal(mask('SELECT 1abc FROM t', 'mysql'), 'SELECT 1abc FROM t');
   });
 
+  it('refuses a NUL character anywhere in the text', () => {
+    for (const dialect of ['mysql', 'postgresql']) refused(`UPDATE t SET note = 'x\0', cardNumber = '${CARD}'`, dialect, /NUL character/);
+  });
+
   it('MySQL reads backslash escapes (the server default): O\\\'Brien is one string', () => {
     assert.equal(
       mask(`INSERT INTO t (note, cardNumber) VALUES ('O\\'Brien', '${CARD}')`, 'mysql'),
