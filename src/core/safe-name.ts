@@ -47,24 +47,13 @@ const SAFE_LOCATION = new RegExp(
 
 /**
  * A failure location fit for a response or a log: unchanged when it has one of the documented
- * shapes with plain names, else cut at the first part that is not one, with the placeholder in its
- * place (`form.jane@example.com` → `form.?`). Codecs build safe locations themselves; this is the
- * engine's last check, so a location built elsewhere cannot carry a client's name out either.
+ * shapes with plain names; otherwise only its leading kind survives (`form.jane.doe@example.com`
+ * → `form.?`: a client's name may hold dots, so no later part can be trusted). Codecs build safe
+ * locations themselves; this is the engine's last check, so a location built elsewhere (proxy form
+ * fields, query parameters) cannot carry a client's name out either.
  */
 export function safeLocation(location: string): string {
   if (location.length <= 512 && SAFE_LOCATION.test(location)) return location;
-  // Keep the leading parts that are plain identifiers or indexes, each followed by a separator or
-  // the end, up to the first part that is not one; the placeholder stands for the rest.
-  let kept = location.startsWith('$') ? '$' : '';
-  LEADING_PART.lastIndex = kept.length;
-  for (let m = LEADING_PART.exec(location); m !== null && (kept !== '' || !m[0].startsWith('[')); m = LEADING_PART.exec(location)) {
-    if (kept === '' && m[0].startsWith('.')) break;
-    kept += m[0];
-    if (kept.length > 256) break;
-  }
-  if (kept.length === location.length) return location;
-  const next = location.charAt(kept.length);
-  return kept + (next === '/' || next === '.' ? next : kept === '' ? '' : '.') + WITHHELD;
+  const kind = /^(\$|[A-Za-z_][A-Za-z0-9_-]{0,63})[.[]/.exec(location)?.[1];
+  return kind === undefined ? WITHHELD : `${kind}.${WITHHELD}`;
 }
-
-const LEADING_PART = /(?:[./]?@?[A-Za-z_][A-Za-z0-9_-]{0,63}|\[\d{1,10}\])(?=[./[]|$)/y;
