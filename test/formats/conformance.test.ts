@@ -63,6 +63,16 @@ const cases: CodecCase[] = [
     malformed: "INSERT INTO customers (name, cardNumber VALUES ('Jane Doe', '4111 1111 1111 1111'",
   },
   {
+    type: 'SQL',
+    label: 'MySQL with executable and line comments',
+    sqlDialect: 'mysql',
+    document:
+      "/*!40101 SET NAMES utf8mb4 */;\nINSERT INTO customers (name, cardNumber, ssn, note) VALUES ('Jane Doe', /*!'4111 1111 1111 1111'*/, '123-45-6789', 'keep me') # trailing\n;\nUPDATE customers SET note = \"x\" WHERE cardNumber = '4111 1111 1111 1111'; -- done\n",
+    restricted:
+      "/*!40101 SET NAMES utf8mb4 */;\nINSERT INTO customers (name, cardNumber, note) VALUES ('Jane Doe', /*!'4111 1111 1111 1111'*/, 'keep me') # trailing\n;\nUPDATE customers SET note = \"x\" WHERE cardNumber = '4111 1111 1111 1111'; -- done\n",
+    malformed: "INSERT INTO customers (name) VALUES ('Jane Doe') /*!50001 , ('4111 1111 1111 1111') */;",
+  },
+  {
     type: 'LIST',
     document: 'name,cardNumber,ssn,note\r\nJane Doe,4111 1111 1111 1111,123-45-6789,keep me\r\n"Jane Doe","4111 1111 1111 1111",123-45-6789,"a, b"\r\n',
     restricted: 'name,cardNumber,note\r\nJane Doe,4111 1111 1111 1111,keep me\r\nJane Doe,4111 1111 1111 1111,"a, b"\r\n',
