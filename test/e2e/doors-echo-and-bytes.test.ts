@@ -119,6 +119,21 @@ describe('HTTP doors', () => {
     assert.equal(res.statusCode, 200, csv);
     assert.equal(csv, 'orderId,cardNumber,price\r\n12345678901234567890,************1111,1.50\r\n');
 
+    // The same data inline in the metadata part: taken as written, not re-serialised.
+    const inline = multipart([
+      {
+        name: 'protectFileDataset',
+        contentType: 'application/json',
+        body: `{"manifestName":"card-masking","jobType":"Mask","dataSet":[{"orderId": 12345678901234567890, "cardNumber": "${CARD}", "price": 1.50}]}`,
+      },
+    ]);
+    const inlineRes = await request(`${gw.base}/file/protect`, {
+      method: 'POST',
+      headers: { 'content-type': inline.contentType, 'x-resource-token': token, 'x-data-set-type': 'JSON' },
+      body: inline.body,
+    });
+    assert.equal(await inlineRes.body.text(), 'orderId,cardNumber,price\r\n12345678901234567890,************1111,1.50\r\n');
+
     const list = multipart([
       { name: 'protectFileDataset', contentType: 'application/json', body: JSON.stringify({ manifestName: 'customer', jobType: 'Pseudonymise' }) },
       { name: 'file', filename: 'people.csv', contentType: 'text/csv', body: `${EMAIL},cardNumber\r\nx,12\r\n` },
