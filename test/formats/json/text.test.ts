@@ -175,6 +175,20 @@ describe('JSON text: strict reading', () => {
   });
 });
 
+describe('JSON values the caller parsed (DocumentCodec contract)', () => {
+  it('are still protected in place, with the same withheld keys in failure locations', () => {
+    const value = JSON.parse('{"jane.doe@example.com":{"cardNumber":"12"},"ok":{"cardNumber":"4111 1111 1111 1111"}}') as Record<string, unknown>;
+    assert.throws(
+      () => engine.protectDocument(job('customer', 'Pseudonymise'), value),
+      (err: unknown) => {
+        assert.ok(err instanceof DpgError);
+        assert.deepEqual(err.errors, [{ location: '$[?].cardNumber', reason: 'VALUE_TOO_SHORT_FOR_FPE' }]);
+        return true;
+      },
+    );
+  });
+});
+
 describe('JSON text: finding a member in the raw text (/api/protect dataSet)', () => {
   it('returns the exact span of the value, escapes in the name resolved', () => {
     const body = '{"manifestName":"customer", "data\\u0053et" : {"orderId": 12345678901234567890 } ,"x":1}';
