@@ -4,6 +4,16 @@
 // its own loopback, its own /etc/hosts (a private mount namespace) and, through veth pairs, links to
 // other namespaces of the same test. Commands run inside with nsenter, as root or as another UID
 // (setpriv), with exactly the environment given: no proxy variable leaks in from the test runner.
+//
+//   const skip = netnsSkipReason() ?? iptablesSkipReason();          // print it and skip when set
+//   const world = await createNamespace('world');
+//   const pod = await createNamespace('pod', { hosts: { 'api.partner.test': '198.51.100.10' } });
+//   await link({ ns: pod, ifname: 'eth0', addresses: ['198.51.100.2/24'] },
+//              { ns: world, ifname: 'eth0', addresses: ['198.51.100.10/24'] });
+//   await pod.must('node', ['bin/dpg.js', 'capture']);                 // as root
+//   const app = await pod.run('curl', ['-sS', 'http://api.partner.test/'], { uid: 10002, env: { HOME: userTempDir(10002) } });
+//   await pod.close(); await world.close();
+// Use addresses of the documentation ranges (198.51.100.0/24, 2001:db8::/32): they exist only here.
 
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
