@@ -162,12 +162,19 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     const finish = (): void => {
       clearTimeout(timer);
       client.off('data', onData);
+      client.off('end', onEnd);
       client.off('close', onClose);
       client.pause();
     };
     const onClose = (): void => {
       clearTimeout(timer);
       early?.destroy();
+    };
+    // The app closed its side before its first bytes could be decided on (an unfinished hello or head).
+    const onEnd = (): void => {
+      finish();
+      early?.destroy();
+      client.destroy();
     };
     const onData = (chunk: Buffer): void => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
@@ -199,6 +206,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
       }
     };
     client.on('data', onData);
+    client.on('end', onEnd);
     client.on('close', onClose);
   };
 
