@@ -16,7 +16,7 @@
 // Use addresses of the documentation ranges (198.51.100.0/24, 2001:db8::/32): they exist only here.
 
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -152,6 +152,9 @@ export async function createNamespace(label: string, options: { hosts?: Record<s
       return r.stdout;
     },
     async close() {
+      // Whatever still runs in the namespace — our children, and anything they left behind (a daemon's
+      // workers) — is killed: a process of the namespace keeps it, and our pipes, alive.
+      killNamespaceProcesses(pid);
       await Promise.all(
         [...children].map(
           (c) =>
@@ -171,6 +174,24 @@ export async function createNamespace(label: string, options: { hosts?: Record<s
     },
   };
   return ns;
+}
+
+/** SIGKILL to every process in the network namespace `holder` is in, except the holder itself. */
+function killNamespaceProcesses(holder: number): void {
+  let netns: string;
+  try {
+    netns = readlinkSync(`/proc/${holder}/ns/net`);
+  } catch {
+    return;
+  }
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === holder || Number(entry) === process.pid) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/ns/net`) === netns) process.kill(Number(entry), 'SIGKILL');
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
 }
 
 export interface LinkEnd {
