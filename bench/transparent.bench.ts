@@ -7,7 +7,7 @@
 //   npm run bench -- transparent            (root, iptables; nginx-light + libnginx-mod-stream for the nginx line)
 //
 // Knobs (environment): TRANSPARENT_BENCH_MS (round length, default 2000), TRANSPARENT_BENCH_ROUNDS
-// (default 3), TRANSPARENT_BENCH_RATE (default 1000), TRANSPARENT_BENCH_VERBOSE=1 (every round),
+// (default 5), TRANSPARENT_BENCH_RATE (default 1000), TRANSPARENT_BENCH_VERBOSE=1 (every round),
 // TRANSPARENT_BENCH_ONLY (scenario name fragment, the baseline always runs),
 // TRANSPARENT_BENCH_GATEWAY_FLAGS (node flags for the gateway child, e.g. --trace-gc).
 
@@ -24,7 +24,7 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
 const DPG = join(ROOT, 'bin/dpg.js');
 const MEASURE_MS = Number(process.env.TRANSPARENT_BENCH_MS ?? 2000);
-const ROUNDS = Number(process.env.TRANSPARENT_BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.TRANSPARENT_BENCH_ROUNDS ?? 5);
 const RATE = Number(process.env.TRANSPARENT_BENCH_RATE ?? 1000);
 const VERBOSE = process.env.TRANSPARENT_BENCH_VERBOSE === '1';
 const ONLY = process.env.TRANSPARENT_BENCH_ONLY;
@@ -94,6 +94,8 @@ async function serveGateway(dataDir: string): Promise<void> {
     metrics: new Metrics({ collectDefaults: false }),
   });
   process.stdout.write(JSON.stringify({ ready: true, reverse: proxy.reverse[0].port }) + '\n');
+  // A normal exit on SIGTERM, so --cpu-prof and friends (TRANSPARENT_BENCH_GATEWAY_FLAGS) write their files.
+  process.once('SIGTERM', () => process.exit(0));
 }
 
 /** Reads one LoadSpec per stdin line, answers one Percentiles line. */
@@ -212,7 +214,10 @@ async function main(): Promise<void> {
       console.log(`goal: routed Mask adds p99 <= 2 ms: +${mask.toFixed(3)} ms ${mask <= 2 ? 'MET' : 'NOT MET'}`);
     }
   } finally {
+    // SIGTERM first (profiles get written), then ns.close() kills whatever is left.
+    const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));
     for (const c of children) c.kill('SIGTERM');
+    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 3000))]);
     await ns.close();
   }
 }
