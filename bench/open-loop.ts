@@ -8,6 +8,8 @@ export interface Percentiles {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  /** When the slowest measured request was sent, in ms after the measurement started (diagnosis). */
+  readonly maxAtMs: number;
   readonly errors: number;
 }
 
@@ -27,6 +29,8 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
   const pool = new Pool(spec.origin, { connections: spec.connections ?? 64, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
   let errors = 0;
+  let maxAtMs = 0;
+  let max = -1;
   const send = async (record: boolean): Promise<void> => {
     const sentAt = performance.now();
     try {
@@ -36,7 +40,13 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
     } catch {
       errors++;
     }
-    if (record) latencies.push(performance.now() - sentAt);
+    if (!record) return;
+    const latency = performance.now() - sentAt;
+    latencies.push(latency);
+    if (latency > max) {
+      max = latency;
+      maxAtMs = sentAt - start - spec.warmupMs;
+    }
   };
   const intervalMs = 1000 / spec.rate;
   const inflight: Promise<void>[] = [];
@@ -60,7 +70,7 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors };
+  return { p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], maxAtMs, errors };
 }
 
 /** A 1 KB JSON document with a few protected fields. */

@@ -186,14 +186,14 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of scenarios) {
         const r = await measure({ origin: s.origin, path: s.path, rate: RATE, body, warmupMs: WARMUP_MS, measureMs: MEASURE_MS });
-        if (VERBOSE) console.log(`  round ${round} ${s.name}: p50 ${r.p50.toFixed(3)} p99 ${r.p99.toFixed(3)} max ${r.max.toFixed(3)} errors ${r.errors}`);
+        if (VERBOSE) console.log(`  round ${round} ${s.name}: p50 ${r.p50.toFixed(3)} p99 ${r.p99.toFixed(3)} max ${r.max.toFixed(3)} (sent at +${r.maxAtMs.toFixed(0)} ms) errors ${r.errors}`);
         rounds.set(s.name, [...(rounds.get(s.name) ?? []), r]);
       }
     }
     const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const result = (name: string): Percentiles | undefined => {
       const rs = rounds.get(name);
-      return rs && { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), errors: rs.reduce((a, r) => a + r.errors, 0) };
+      return rs && { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), maxAtMs: 0, errors: rs.reduce((a, r) => a + r.errors, 0) };
     };
     const base = result(scenarios[0].name) as Percentiles;
     const fmt = (n: number): string => n.toFixed(3).padStart(8);
