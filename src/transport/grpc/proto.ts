@@ -1,6 +1,8 @@
 // Loads proto/gateway.proto and the grpc.health.v1 definition once, and builds the service
 // definitions the server registers; ProtectValues gets the hand-written codec of wire.ts.
 
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadPackageDefinition, type ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
@@ -11,8 +13,19 @@ import {
   type DecodedProtectValuesRequest,
 } from './wire.ts';
 
-/** The repository's proto/ directory: the import path for gateway.proto and grpc/health/v1/health.proto. */
-export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
+/**
+ * The package's proto/ directory: the import path for gateway.proto and grpc/health/v1/health.proto.
+ * Found by walking up from this module, which sits in src/transport/grpc/ when run from source and
+ * in a dist/ chunk when compiled.
+ */
+export const PROTO_DIR = findProtoDir(dirname(fileURLToPath(import.meta.url)));
+
+function findProtoDir(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'proto', 'gateway.proto'))) return join(dir, 'proto') + '/';
+    if (dirname(dir) === dir) throw new Error(`proto/gateway.proto not found above ${from}`);
+  }
+}
 
 /** keepCase: JobConfig fields keep their snake_case names, 1:1 with the contract. */
 export const PROTO_LOADER_OPTIONS: Options = {
