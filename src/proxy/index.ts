@@ -24,6 +24,8 @@ export interface ProxyDeps {
   readonly engine: Engine;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Readiness for origin-form `GET /readyz` (the sidecar profile's probe); absent: ready once listening. */
+  readonly isReady?: () => boolean;
 }
 
 export interface RunningProxy {
@@ -166,6 +168,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const target = absoluteTarget(req.url ?? '');
     if (target) {
       serve(req, res, target, expectsContinue);
+      return;
+    }
+    // Health for probes when the HTTP API is off (sidecar profile): dpg probe asks here.
+    if (req.method === 'GET' && (req.url === '/healthz' || req.url === '/readyz')) {
+      const ok = req.url === '/healthz' || (deps.isReady?.() ?? true);
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(ok ? '{"status":"ok"}' : '{"status":"starting"}');
       return;
     }
     if (req.method === 'GET' && req.url === '/proxy/ca.pem') {
