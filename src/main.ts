@@ -7,6 +7,7 @@ import type { Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
 import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
+import type { RunningProxy } from './proxy/index.ts';
 
 // Each door, the identity service and the metrics registry are imported only when the config turns
 // them on (dynamic import): the gRPC stack, jose, prom-client and undici cost memory and start-up
@@ -32,47 +33,52 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   // Metrics are served on the HTTP listener only; without it nothing would ever read them.
   const metrics = httpOn ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
   // Tokens are issued on HTTP and checked by HTTP and gRPC: with both off there is nothing to identify.
-  const identity =
+  const identityStarting =
     httpOn || grpcOn
-      ? await (await import('./identity/identity.ts')).createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV })
-      : undefined;
+      ? import('./identity/identity.ts').then((m) => m.createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV }))
+      : Promise.resolve(undefined);
   let ready = false;
   const isReady = () => ready;
-  const started: { close(graceMs?: number): Promise<void> }[] = [];
-  const door = async <T extends { close(graceMs?: number): Promise<void> }>(name: string, listen: ListenAddress, start: () => Promise<T>): Promise<T> => {
-    try {
-      const running = await start();
-      started.push(running);
-      return running;
-    } catch (err) {
-      await Promise.all(started.map((s) => s.close(0).catch(() => undefined)));
-      await identity?.close();
-      throw startupFailure(name, listen, err);
-    }
-  };
+  const needIdentity = async () => (await identityStarting)!;
 
-  const proxy = config.proxy.enabled
-    ? await door('egress proxy', config.proxy.listen, async () =>
-        (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady }),
+  // The doors start side by side (their file reads, key loading and binds overlap); if one fails,
+  // those that started are closed again and the first failure, naming its door, is thrown.
+  let proxy: RunningProxy | undefined;
+  const starting: Promise<Closable>[] = [];
+  if (config.proxy.enabled) {
+    starting.push(
+      door('egress proxy', config.proxy.listen, async () => {
+        proxy = await (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady });
+        return proxy;
+      }),
+    );
+  }
+  const http = httpOn
+    ? door('HTTP API', config.http.listen, async () =>
+        (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem }),
       )
     : undefined;
-  const http =
-    httpOn && identity
-      ? await door('HTTP API', config.http.listen, async () =>
-          (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity, logger, metrics, isReady, proxyCaPem: () => proxy?.caPem }),
-        )
-      : undefined;
-  const grpc =
-    grpcOn && identity
-      ? await door('gRPC API', config.grpc.listen, async () =>
-          (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity, logger, metrics, isReady }),
-        )
-      : undefined;
+  const grpc = grpcOn
+    ? door('gRPC API', config.grpc.listen, async () =>
+        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady }),
+      )
+    : undefined;
+  if (http) starting.push(http);
+  if (grpc) starting.push(grpc);
+  const settled = await Promise.allSettled([identityStarting, ...starting]);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(settled.map((r) => (r.status === 'fulfilled' && r.value && 'close' in r.value ? r.value.close(0).catch(() => undefined) : undefined)));
+    throw failed.reason;
+  }
+  const identity = await identityStarting;
+  const httpServer = http ? await http : undefined;
+  const grpcServer = grpc ? await grpc : undefined;
   ready = true;
 
   const addresses: Record<string, { host: string; port: number }> = {};
-  if (http) addresses.http = http.address;
-  if (grpc) addresses.grpc = grpc.address;
+  if (httpServer) addresses.http = httpServer.address;
+  if (grpcServer) addresses.grpc = grpcServer.address;
   if (proxy) {
     addresses.proxy = proxy.address;
     proxy.reverse.forEach((r: { host: string; port: number }, i: number) => (addresses[`reverse${i}`] = { host: r.host, port: r.port }));
@@ -94,7 +100,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       ready = false;
       watcher?.close();
       const grace = config.http.shutdownGraceMs;
-      await Promise.all([http?.close(grace), grpc?.close(grace), proxy?.close(grace)]);
+      await Promise.all([httpServer?.close(grace), grpcServer?.close(grace), proxy?.close(grace)]);
       await identity?.close();
     },
   };
@@ -114,6 +120,19 @@ function watchManifests(dir: string, reload: () => void, logger: Logger): FSWatc
   } catch {
     logger.warn('cannot watch the manifest directory; reload with SIGHUP');
     return undefined;
+  }
+}
+
+interface Closable {
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Starts one door; a failure becomes a StartupError naming the door and its address or file. */
+async function door<T extends Closable>(name: string, listen: ListenAddress, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    throw startupFailure(name, listen, err);
   }
 }
 

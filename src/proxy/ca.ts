@@ -66,15 +66,15 @@ function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']):
     certPem = readFileSync(certFile, 'utf8');
     x509 = new X509Certificate(certPem);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = fileErrorCode(err);
     throw new StartupError(`Proxy CA certificate ${certFile} could not be read${code ? ` (${code})` : ' as a PEM certificate'}`, { cause: err });
   }
   try {
     privateKey = createPrivateKey(readFileSync(keyFile, 'utf8'));
   } catch (err) {
     // The key file's content never goes into the message.
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new StartupError(`Proxy CA key ${keyFile} could not be read${code && code.startsWith('E') ? ` (${code})` : ' as a PEM private key'}`, { cause: err });
+    const code = fileErrorCode(err);
+    throw new StartupError(`Proxy CA key ${keyFile} could not be read${code ? ` (${code})` : ' as a PEM private key'}`, { cause: err });
   }
   if (!x509.ca) throw new StartupError(`Proxy CA certificate ${certFile} is not a CA certificate (basicConstraints CA:TRUE)`);
   if (!x509.checkPrivateKey(privateKey)) throw new StartupError(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
@@ -93,6 +93,12 @@ function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']):
     },
     source,
   };
+}
+
+/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
+function fileErrorCode(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
 }
 
 /** Only the first certificate of a file, in canonical PEM. */

@@ -2,8 +2,10 @@
 // failures read to the app: cannot connect → 502, no timely answer → 504.
 
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent } from 'undici';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from './problem.ts';
 
 export interface UpstreamOptions {
@@ -25,13 +27,31 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
   return [...rootCertificates, extra];
 }
 
+/**
+ * The upstream pool. undici (~40 ms and several MB to load) is loaded with the first upstream
+ * request, not at start: an idle sidecar never pays for it (docs/performance.md, footprint). In
+ * the compiled build `require` is the bundle's own, so undici is bundled and evaluated on that call.
+ */
 export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
-  return new Agent({
-    connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
-    headersTimeout: options.responseTimeoutMs,
-    bodyTimeout: options.responseTimeoutMs,
-    keepAliveTimeout: 30_000,
-    pipelining: 1,
+  let agent: Agent | undefined;
+  const real = (): Agent => {
+    const undici = (typeof require === 'function' ? require('undici') : createRequire(import.meta.url)('undici')) as typeof Undici;
+    agent ??= new undici.Agent({
+      connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
+      headersTimeout: options.responseTimeoutMs,
+      bodyTimeout: options.responseTimeoutMs,
+      keepAliveTimeout: 30_000,
+      pipelining: 1,
+    });
+    return agent;
+  };
+  return new Proxy({} as Agent, {
+    get(_, key) {
+      // Closing a pool that was never used needs no undici.
+      if (agent === undefined && (key === 'close' || key === 'destroy')) return async () => undefined;
+      const value = Reflect.get(real(), key) as unknown;
+      return typeof value === 'function' ? value.bind(agent) : value;
+    },
   });
 }
 
