@@ -9,6 +9,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -57,8 +58,28 @@ const ports = { http: 28180, grpc: 28190, proxy: 28101 };
 interface Gateway {
   readonly child: ChildProcess;
   readonly readyMs: number;
+  /** CPU time (user + system) the process had used when it answered ready: less sensitive to load. */
+  readonly cpuMs: number;
   memory(): Promise<string>;
   stop(): Promise<number | null>;
+}
+
+/** utime + stime of a process from /proc/PID/stat, in ms (clock ticks of 10 ms). */
+function cpuTimeMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** One GET with node:http (lighter than fetch, whose first call loads undici into this process). */
+function statusOf(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpGet(url, { agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+  });
 }
 
 async function startGateway(config: string, dataDir: string, readyUrl: string): Promise<Gateway> {
@@ -77,21 +98,17 @@ async function startGateway(config: string, dataDir: string, readyUrl: string): 
   });
   child.stderr!.on('data', (d: Buffer) => (report += d.toString()));
   for (;;) {
-    try {
-      const r = await fetch(readyUrl);
-      await r.arrayBuffer();
-      if (r.status === 200) break;
-    } catch {
-      // not listening yet
-    }
+    if ((await statusOf(readyUrl)) === 200) break;
     if (child.exitCode !== null) throw new Error(`dpg serve exited: ${report}`);
     if (performance.now() - started > 15_000) throw new Error('dpg serve not ready after 15 s');
     await sleep(2);
   }
   const readyMs = performance.now() - started;
+  const cpuMs = cpuTimeMs(child.pid!);
   return {
     child,
     readyMs,
+    cpuMs,
     async memory() {
       report = '';
       child.kill('SIGUSR2');
@@ -139,6 +156,13 @@ try {
   const libs = await idleNode(
     "await Promise.all(['undici', '@grpc/grpc-js', '@grpc/proto-loader', 'pino', 'jose', 'prom-client', 'yaml', 'busboy'].map((m) => import(m)))",
   );
+  const bareStarts: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const t = performance.now();
+    await exited(spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }));
+    bareStarts.push(performance.now() - t);
+  }
+  const bareStartMs = median(bareStarts);
   console.log(`baseline: bare node idle ${mb(bare)}; node importing undici, @grpc/grpc-js, @grpc/proto-loader, pino, jose, prom-client, yaml, busboy: ${mb(libs)}`);
 
   const profiles = [
@@ -149,9 +173,11 @@ try {
     // First start creates the data directory's keyring, signing keys and CA; not measured.
     await (await startGateway(profile.config, dataDir, profile.ready)).stop();
     const readyTimes: number[] = [];
+    const cpuTimes: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       const g = await startGateway(profile.config, dataDir, profile.ready);
       readyTimes.push(g.readyMs);
+      cpuTimes.push(g.cpuMs);
       await g.stop();
     }
     const g = await startGateway(profile.config, dataDir, profile.ready);
@@ -160,7 +186,7 @@ try {
     const idleSplit = await g.memory();
     await sleep(LONG_IDLE_MS - IDLE_MS);
     const longIdle = treeRss(g.child.pid!);
-    console.log(`\n${profile.name}: start to /readyz 200: median ${median(readyTimes).toFixed(0)} ms (${readyTimes.map((t) => t.toFixed(0)).join(', ')}; goal ≤ 300 ms)`);
+    console.log(`\n${profile.name}: start to /readyz 200: median ${median(readyTimes).toFixed(0)} ms (${readyTimes.map((t) => t.toFixed(0)).join(', ')}; goal ≤ 300 ms); CPU time used by then: median ${median(cpuTimes)} ms; bare node -e 0 takes ${bareStartMs.toFixed(0)} ms`);
     console.log(`  idle after ${IDLE_MS / 1000} s: ${mb(idle)} (goal ≤ ${profile.goalIdle} MB; bare node ${mb(bare)}, libraries ${mb(libs)}); after ${LONG_IDLE_MS / 1000} s: ${mb(longIdle)}`);
     console.log(`  ${idleSplit}`);
     if (profile.load) {

@@ -78,6 +78,10 @@ function reportError(err: unknown, io: CliIo, command: string): number {
   if ((err as NodeJS.ErrnoException)?.code === 'EPIPE') return 0;
   if (err instanceof ConfigError) {
     io.stderr.write(`dpg: configuration problems:\n${err.problems.map((p) => `  ${formatConfigProblem(p)}`).join('\n')}\n`);
+    const defaultMissing = err.problems.some((p) => p.message === 'file not found' && p.file.endsWith('config/gateway.yaml'));
+    if (defaultMissing && !process.env.DPG_CONFIG) {
+      io.stderr.write('(no --config FILE or DPG_CONFIG given: dpg reads config/gateway.yaml in the working directory)\n');
+    }
     return 1;
   }
   if (err instanceof UsageError) {
