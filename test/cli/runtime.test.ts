@@ -5,11 +5,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it, after } from 'node:test';
+import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/proxy/ca.ts';
 
 const BIN = resolve('bin/dpg.js');
 const CONFIG = resolve('config/gateway.yaml');
@@ -243,6 +244,36 @@ describe('dpg serve start-up failures and dpg probe', () => {
     const c = dpg(['serve', '-c', missingCa], { env: base });
     assert.equal(c.code, 1);
     assert.match(c.stderr, /Proxy CA certificate .*bad\.yaml could not be read as a PEM certificate/);
+  });
+
+  it('an unreadable key file names the file and the cause (run as another user)', (t) => {
+    if (process.getuid?.() !== 0 || spawnSync('setpriv', ['--version']).status !== 0) {
+      t.skip('needs root and setpriv to run dpg as a user that cannot read the files');
+      return;
+    }
+    const dir = temp('dpg-perm-');
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, 'data'));
+    chownSync(join(dir, 'data'), 10002, 10002);
+    writeFileSync(join(dir, 'keyring.yaml'), 'keys: []\n', { mode: 0o600 });
+    loadOrCreateCa(undefined, join(dir, 'ca')); // a real CA: its key file is mode 0600, owned by root
+    chmodSync(join(dir, 'ca'), 0o755);
+    const asOtherUser = (config: string) =>
+      spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', process.execPath, BIN, 'serve', '-c', config], {
+        encoding: 'utf8',
+        env: { ...process.env, DPG_LOG_LEVEL: 'silent', DPG_DATA_DIR: join(dir, 'data'), DPG_HTTP_ADDR: '127.0.0.1:0', DPG_GRPC_ADDR: '127.0.0.1:0', DPG_PROXY_ADDR: '127.0.0.1:0' },
+        timeout: 30_000,
+      });
+    const manifests = `manifests: ${resolve('config/manifests')}\n`;
+    writeFileSync(join(dir, 'keys.yaml'), `${manifests}keys: { source: file, file: keyring.yaml }\n`);
+    const keys = asOtherUser(join(dir, 'keys.yaml'));
+    assert.equal(keys.status, 1);
+    assert.match(keys.stderr, /keyring\.yaml: cannot read the key file \(EACCES\)/);
+    writeFileSync(join(dir, 'ca.yaml'), `${manifests}proxy: { ca: { cert: ca/${CA_CERT_FILE}, key: ca/${CA_KEY_FILE} } }\n`);
+    const ca = asOtherUser(join(dir, 'ca.yaml'));
+    assert.equal(ca.status, 1);
+    assert.match(ca.stderr, /egress proxy|Proxy CA/);
+    assert.match(ca.stderr, /Proxy CA key .*proxy-ca-key\.pem could not be read \(EACCES\)/);
   });
 
   it('probe ready|live: the HTTP API by default, the proxy listener in the sidecar profile', async () => {
