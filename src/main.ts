@@ -38,12 +38,13 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       ? import('./identity/identity.ts').then((m) => m.createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV }))
       : Promise.resolve(undefined);
   let ready = false;
-  const isReady = () => ready;
+  // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors).
+  let proxy: RunningProxy | undefined;
+  const isReady = () => ready && (proxy?.ready() ?? true);
   const needIdentity = async () => (await identityStarting)!;
 
   // The doors start side by side (their file reads, key loading and binds overlap); if one fails,
   // those that started are closed again and the first failure, naming its door, is thrown.
-  let proxy: RunningProxy | undefined;
   const starting: Promise<Closable>[] = [];
   if (config.proxy.enabled) {
     starting.push(
