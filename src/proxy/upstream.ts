@@ -2,9 +2,7 @@
 // failures read to the app: cannot connect → 502, no timely answer → 504.
 
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { rootCertificates } from 'node:tls';
-import type * as Undici from 'undici';
 import type { Agent } from 'undici';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from './problem.ts';
 
@@ -28,29 +26,35 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
 }
 
 /**
- * The upstream pool. undici (~40 ms and several MB to load) is loaded with the first upstream
- * request, not at start: an idle sidecar never pays for it (docs/performance.md, footprint). In
- * the compiled build `require` is the bundle's own, so undici is bundled and evaluated on that call.
+ * The upstream pool. undici (~40 ms and several MB to load) is imported with the first upstream
+ * request, not at start: an idle sidecar never pays for it, and in the compiled build it sits in a
+ * chunk of its own (docs/performance.md, footprint). Until then the pool is a stand-in whose
+ * request() and stream() wait for the import; the proxy uses no other method but close().
  */
 export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
   let agent: Agent | undefined;
-  const real = (): Agent => {
-    const undici = (typeof require === 'function' ? require('undici') : createRequire(import.meta.url)('undici')) as typeof Undici;
-    agent ??= new undici.Agent({
-      connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
-      headersTimeout: options.responseTimeoutMs,
-      bodyTimeout: options.responseTimeoutMs,
-      keepAliveTimeout: 30_000,
-      pipelining: 1,
-    });
-    return agent;
-  };
+  let loading: Promise<Agent> | undefined;
+  const real = (): Promise<Agent> =>
+    (loading ??= import('undici').then(({ Agent: UndiciAgent }) => {
+      agent = new UndiciAgent({
+        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
+        headersTimeout: options.responseTimeoutMs,
+        bodyTimeout: options.responseTimeoutMs,
+        keepAliveTimeout: 30_000,
+        pipelining: 1,
+      });
+      return agent;
+    }));
   return new Proxy({} as Agent, {
     get(_, key) {
-      // Closing a pool that was never used needs no undici.
-      if (agent === undefined && (key === 'close' || key === 'destroy')) return async () => undefined;
-      const value = Reflect.get(real(), key) as unknown;
-      return typeof value === 'function' ? value.bind(agent) : value;
+      if (agent !== undefined) {
+        const value = Reflect.get(agent, key) as unknown;
+        return typeof value === 'function' ? value.bind(agent) : value;
+      }
+      // A pool that was never used has nothing to close.
+      if (key === 'close' || key === 'destroy') return loading ? (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args)) : async () => undefined;
+      if (key === 'request' || key === 'stream') return (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args));
+      throw new Error(`upstream pool: ${String(key)} is not available before the first request`);
     },
   });
 }
