@@ -53,7 +53,7 @@ test('dpg serve loads each door, identity and metrics only when the config turns
   const main = staticallyLoaded(outputOf('src/main.ts'));
   assert.deepEqual(libraries(main, ['@grpc/grpc-js', 'undici', 'jose', 'prom-client', 'busboy']), []);
   const proxy = staticallyLoaded(outputOf('src/proxy/index.ts'));
-  assert.deepEqual(libraries(proxy, ['@grpc/grpc-js', 'jose', 'prom-client', 'busboy']), [], 'the sidecar profile (proxy only) loads no API door');
+  assert.deepEqual(libraries(proxy, ['@grpc/grpc-js', 'jose', 'prom-client', 'busboy', 'undici']), [], 'the sidecar profile (proxy only) loads no API door, and undici only with the first upstream request');
   const grpc = staticallyLoaded(outputOf('src/transport/grpc/index.ts'));
   assert.deepEqual(libraries(grpc, ['undici', 'busboy']), []);
 });
