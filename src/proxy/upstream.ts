@@ -35,7 +35,9 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
   let agent: Agent | undefined;
   let loading: Promise<Agent> | undefined;
   const real = (): Promise<Agent> =>
-    (loading ??= import('undici').then(({ Agent: UndiciAgent }) => {
+    (loading ??= import('undici').then((module) => {
+      // undici is CommonJS: in the bundle its exports arrive only as the namespace's default.
+      const UndiciAgent = module.Agent ?? module.default.Agent;
       agent = new UndiciAgent({
         connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
         headersTimeout: options.responseTimeoutMs,

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -302,14 +303,53 @@ describe('dpg serve start-up failures and dpg probe', () => {
     assert.equal(existsSync(join(data, 'identity')), true, 'the default config started identity');
   });
 
-  it('the sidecar profile starts no identity service', async () => {
+  it('the sidecar profile starts no identity service, and the compiled proxy protects a routed request', async () => {
     const data = temp('dpg-side-');
+    const received: string[] = [];
+    const upstream = createHttpServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push(body);
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const upstreamPort = (upstream.address() as AddressInfo).port;
     const proxy = await freePort();
+    const config = join(data, 'sidecar.yaml');
+    writeFileSync(
+      config,
+      readFileSync(SIDECAR, 'utf8')
+        .replace('manifests: manifests', `manifests: ${resolve('config/manifests')}`)
+        .replace(
+          /routes: \[\].*\n/,
+          `routes:\n    - name: t\n      match: { host: 127.0.0.1, port: ${upstreamPort}, methods: [POST], path: "/v1/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
+        ),
+    );
     const env = { DPG_DATA_DIR: data, DPG_PROXY_ADDR: `127.0.0.1:${proxy}` };
-    const sidecar = await serve(SIDECAR, env);
-    await until(() => dpg(['probe', 'live', '-q', '-c', SIDECAR], { env }).code === 0);
-    assert.equal(existsSync(join(data, 'identity')), false, 'no signing keys generated');
-    assert.ok(existsSync(join(data, 'proxy-ca.pem')));
+    const sidecar = await serve(config, env);
+    try {
+      await until(() => dpg(['probe', 'live', '-q', '-c', config], { env }).code === 0);
+      assert.equal(existsSync(join(data, 'identity')), false, 'no signing keys generated');
+      assert.ok(existsSync(join(data, 'proxy-ca.pem')));
+      const body = '{"cardNumber":"4111 1111 1111 1111"}';
+      const status = await new Promise<number>((res, rej) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: proxy, method: 'POST', path: `http://127.0.0.1:${upstreamPort}/v1/x`, headers: { 'content-type': 'application/json', 'content-length': body.length } },
+          (r) => {
+            r.resume();
+            r.on('end', () => res(r.statusCode ?? 0));
+          },
+        );
+        req.on('error', rej);
+        req.end(body);
+      });
+      assert.equal(status, 200);
+      assert.deepEqual(received, ['{"cardNumber":"**** **** **** 1111"}']);
+    } finally {
+      upstream.close();
+    }
     sidecar.kill('SIGTERM');
     assert.equal(await exited(sidecar), 0);
   });
