@@ -6,5 +6,6 @@ import { serveCommand } from './commands/serve.ts';
 import { protectCommand } from './commands/protect.ts';
 import { validateCommand } from './commands/validate.ts';
 import { hashSecretCommand } from './commands/hash-secret.ts';
+import { injectCommand } from './commands/inject.ts';
 
-export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand];
+export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand, injectCommand];
