@@ -2,7 +2,7 @@
 // any I/O. Mutation answers with the JSON Patch from the pod as sent to the pod inject() returns;
 // validation (for clusters without ValidatingAdmissionPolicy) denies pods injection would change.
 
-import { createPatch } from 'rfc6902';
+import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 
 export type AdmissionKind = 'mutate' | 'validate';
@@ -71,7 +71,7 @@ export function decide(body: unknown, kind: AdmissionKind, settings: AdmissionSe
       review: respond(uid, { allowed: false, status: { status: 'Failure', code: 403, reason: 'Forbidden', message: message.slice(0, 2000) } }),
     };
   }
-  const patch = createPatch(pod, result.template);
+  const patch = podPatch(pod, result.template);
   if (kind === 'validate') {
     if (patch.length === 0) return { ...base, pod: name, outcome: 'allowed', review: respond(uid, { allowed: true }) };
     const message = `dpg: pod is not protected: it is not injected as dpg ${settings.injector.version} would inject it (is the sidecar injector running?)`;

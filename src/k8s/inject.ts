@@ -147,6 +147,15 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
   return problems;
 }
 
+const TWINS: Record<string, string> = {
+  HTTP_PROXY: 'http_proxy',
+  http_proxy: 'HTTP_PROXY',
+  HTTPS_PROXY: 'https_proxy',
+  https_proxy: 'HTTPS_PROXY',
+  NO_PROXY: 'no_proxy',
+  no_proxy: 'NO_PROXY',
+};
+
 /** Adds the trust mount and variables to one app container; returns the variables it added. */
 function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): { env: string[]; mounted: boolean } {
   const name = String(c.name);
@@ -163,10 +172,13 @@ function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): 
   const added: IEnvVar[] = [];
   const kept: string[] = [];
   for (const v of wanted) {
+    // HTTP_PROXY and http_proxy are one setting to most tools: either one set by the pod keeps both out.
+    const twin = TWINS[v.name];
     if (existing.has(v.name)) kept.push(v.name);
+    else if (twin !== undefined && existing.has(twin)) kept.push(twin);
     else added.push(v);
   }
-  if (kept.length > 0) notes.push(`container ${name}: ${kept.join(', ')} already set by the pod; left as is`);
+  if (kept.length > 0) notes.push(`container ${name}: ${[...new Set(kept)].join(', ')} already set by the pod; left as is`);
   if (added.length > 0) {
     c.env = [...(Array.isArray(c.env) ? c.env : []), ...added];
     if (Array.isArray(c.envFrom) && c.envFrom.length > 0) {

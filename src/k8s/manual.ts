@@ -4,7 +4,7 @@
 // unreadable or refused, no output is produced at all.
 
 import { Parser, parseAllDocuments, type Document } from 'yaml';
-import { createPatch } from 'rfc6902';
+import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 import { describe, isList, templatePath } from './workloads.ts';
 import { applyPatchToDocument } from './yaml-patch.ts';
@@ -23,6 +23,9 @@ export interface ManualResult {
   readonly output?: string;
   readonly reports: readonly ObjectReport[];
 }
+
+/** No folding of long lines (status annotations), `[a]` not `[ a ]`. */
+const STRINGIFY = { lineWidth: 0, flowCollectionPadding: false } as const;
 
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -53,7 +56,7 @@ export function injectObject(object: JsonObject, options: InjectorOptions, docum
   if (result.outcome === 'skipped') return { object, reports: [{ document, object: name, outcome: 'skipped', messages: [result.reason] }] };
   if (result.outcome === 'refused') return { object, reports: [{ document, object: name, outcome: 'refused', messages: result.problems }] };
   const replaced = path.length === 0 ? result.template : setPath(object, path, result.template);
-  const unchanged = createPatch(object, replaced).length === 0;
+  const unchanged = podPatch(object, replaced).length === 0;
   return { object: replaced, reports: [{ document, object: name, outcome: unchanged ? 'unchanged' : 'injected', messages: result.notes }] };
 }
 
@@ -90,7 +93,7 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (!isObject(value)) {
       if (value !== null && value !== undefined) reports.push({ document: n, object: '(not an object)', outcome: 'passed-through', messages: [] });
-      out.push(sources?.[i] ?? doc.toString({ lineWidth: 0 }));
+      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
       return;
     }
     const r = injectObject(value, options, n);
@@ -99,21 +102,21 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
-    const patch = createPatch(value, r.object);
+    const patch = podPatch(value, r.object);
     if (patch.length === 0) {
-      out.push(sources?.[i] ?? doc.toString({ lineWidth: 0 }));
+      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
       return;
     }
     {
       try {
         applyPatchToDocument(doc, patch);
-        if (createPatch(doc.toJS(), r.object).length > 0) throw new Error('patched document differs');
+        if (podPatch(doc.toJS(), r.object).length > 0) throw new Error('patched document differs');
       } catch {
         // An alias or an odd layout on the way: re-create the document from the injected object.
         doc.contents = doc.createNode(r.object) as typeof doc.contents;
       }
     }
-    out.push(doc.toString({ lineWidth: 0 }));
+    out.push(doc.toString(STRINGIFY));
   });
   if (failed) return { reports };
   return { output: joinDocuments(out), reports };
