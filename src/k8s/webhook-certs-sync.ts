@@ -93,22 +93,40 @@ async function publishCaBundle(client: KubeClient, kind: 'mutating' | 'validatin
     ...webhooks.map((_, i) => ({ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: wanted })),
   ];
   const p = await client.request('PATCH', path, patch, 'application/json-patch+json');
+  // A failed `test` is 422: someone changed the configuration since we read it — a conflict.
+  if (p.status === 422) throw new KubeApiError(409, `patching the caBundle of ${kind} webhook configuration ${name} (changed meanwhile)`, p.body);
   if (p.status !== 200) throw new KubeApiError(p.status, `patching the caBundle of ${kind} webhook configuration ${name}`, p.body);
   return true;
 }
 
 /** Cluster mode; retried from a fresh read when a concurrent writer wins (HTTP 409). */
 export async function syncKube(client: KubeClient, targets: KubeTargets, params: CertParams, now = Date.now()): Promise<CertPlan & { publishedTo: string[] }> {
+  // What an interrupted attempt already wrote counts: the retry then finds it current.
+  const done = { renewedCa: false, renewedServing: false, reasons: [] as string[], publishedTo: [] as string[] };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await syncKubeOnce(client, targets, params, now);
+      const r = await syncKubeOnce(client, targets, params, now, done);
+      return {
+        ...r,
+        renewedCa: r.renewedCa || done.renewedCa,
+        renewedServing: r.renewedServing || done.renewedServing,
+        reasons: [...new Set([...done.reasons, ...r.reasons])],
+        publishedTo: [...new Set([...done.publishedTo, ...r.publishedTo])],
+      };
     } catch (err) {
       if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 3) throw err;
     }
   }
 }
 
-async function syncKubeOnce(client: KubeClient, t: KubeTargets, params: CertParams, now: number): Promise<CertPlan & { publishedTo: string[] }> {
+interface Progress {
+  renewedCa: boolean;
+  renewedServing: boolean;
+  reasons: string[];
+  publishedTo: string[];
+}
+
+async function syncKubeOnce(client: KubeClient, t: KubeTargets, params: CertParams, now: number, done: Progress): Promise<CertPlan & { publishedTo: string[] }> {
   const caSecret = await getSecret(client, t.namespace, t.caSecret);
   const tlsSecret = await getSecret(client, t.namespace, t.tlsSecret);
   const caBundle = unb64(caSecret?.data?.['ca.crt']);
@@ -119,10 +137,15 @@ async function syncKubeOnce(client: KubeClient, t: KubeTargets, params: CertPara
       : undefined;
   const plan = await planCertificates(existing, params, now);
   const m = plan.material;
-  if (plan.renewedCa || m.caBundle !== caBundle) await putSecret(client, t.namespace, t.caSecret, 'Opaque', { 'ca.crt': m.caBundle, 'ca.key': m.caKey }, caSecret);
+  if (plan.renewedCa || m.caBundle !== caBundle) {
+    await putSecret(client, t.namespace, t.caSecret, 'Opaque', { 'ca.crt': m.caBundle, 'ca.key': m.caKey }, caSecret);
+    done.renewedCa ||= plan.renewedCa;
+    done.reasons.push(...plan.reasons);
+  }
   const publishedTo: string[] = [];
   for (const name of t.mutatingWebhooks) if (await publishCaBundle(client, 'mutating', name, m.caBundle)) publishedTo.push(`mutatingwebhookconfiguration/${name}`);
   for (const name of t.validatingWebhooks) if (await publishCaBundle(client, 'validating', name, m.caBundle)) publishedTo.push(`validatingwebhookconfiguration/${name}`);
+  done.publishedTo.push(...publishedTo);
   if (plan.renewedServing || unb64(tlsSecret?.data?.['ca.crt']) !== m.caBundle) {
     await putSecret(client, t.namespace, t.tlsSecret, 'kubernetes.io/tls', { 'tls.crt': m.tlsCert, 'tls.key': m.tlsKey, 'ca.crt': m.caBundle }, tlsSecret);
   }
