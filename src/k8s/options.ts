@@ -2,14 +2,22 @@
 // flags `dpg inject` and `dpg webhook` share. Defaults use the annotation vocabulary itself
 // (`--default dpg.io/keyring=dpg-keyring`), so there is one set of names and one set of checks.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { InjectorOptions } from './inject.ts';
 import { applyAnnotations, BUILT_IN_DEFAULTS } from './settings.ts';
 
 /** The project's version (package.json), recorded in every status annotation. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  // Walk up from this module: the same answer from src/k8s/ and from a bundle in dist/.
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (!existsSync(file)) continue;
+    const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+    if (pkg.name === 'data-protection-gateway' && pkg.version) return pkg.version;
+  }
+  throw new Error('package.json of data-protection-gateway not found above the k8s module');
 }
 
 export interface InjectorFlags {

@@ -20,9 +20,8 @@ describe('dpg inject', () => {
   it('is listed by dpg --help, with dpg webhook', () => {
     const r = dpg(['--help']);
     assert.equal(r.code, 0);
-    assert.match(r.stdout, /dpg inject -f FILE/);
-    assert.match(r.stdout, /dpg webhook --tls-cert/);
-    assert.match(r.stdout, /dpg webhook certs/);
+    assert.match(r.stdout, /^\s*(dpg )?inject\s/m);
+    assert.match(r.stdout, /^\s*(dpg )?webhook\s/m);
   });
 
   it('injects a file: the same stream the library gives, notes on stderr', () => {

@@ -24,7 +24,8 @@ type Json = Record<string, any>;
 
 function missingCommands(): string | undefined {
   const help = spawnSync(process.execPath, ['bin/dpg.js', '--help'], { cwd: REPO, encoding: 'utf8' }).stdout;
-  const missing = ['capture', 'ca bundle', 'probe'].filter((c) => !new RegExp(`dpg ${c}\\b`).test(help));
+  // Either help layout: usage lines (`dpg capture …`) or a command list (`  capture   …`).
+  const missing = ['capture', 'ca', 'probe'].filter((c) => !new RegExp(`^\\s*(dpg )?${c}\\s`, 'm').test(help));
   return missing.length > 0 ? `dpg ${missing.join(', dpg ')} not in this build yet (issues 9 and 10)` : undefined;
 }
 
