@@ -175,7 +175,7 @@ describe('pod simulation: an injected pod runs', { skip }, () => {
     app.volumeMounts = [...(app.volumeMounts ?? []), { name: 'app-code', mountPath: '/app', readOnly: true }];
     const r = await sandbox.run(app, PodSandbox.commandOf(app, []).map((a: string) => (a === 'node' ? process.execPath : a)), { 'partner.test': UPSTREAM_IP });
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), { routed: 200, unrouted: 200, tls: 200 });
+    assert.deepEqual(JSON.parse(r.stdout), { routed: 200, unrouted: 200, tls: 200 }, `${r.stderr}\nupstream received: ${JSON.stringify(received)}`);
 
     const routed = received.find((m) => m.path === '/v1/customers/42')!;
     const unrouted = received.find((m) => m.path === '/v1/orders/42')!;

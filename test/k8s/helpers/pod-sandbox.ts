@@ -6,7 +6,6 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -54,7 +53,8 @@ export class PodSandbox {
     const id = randomBytes(3).toString('hex');
     this.pod = `dpg-sim-pod-${id}`;
     this.upstream = `dpg-sim-up-${id}`;
-    this.dir = mkdtempSync(join(tmpdir(), 'dpg-pod-'));
+    // Not under /tmp: containers mount volumes there (dpg-init's /tmp), which would hide the sources.
+    this.dir = mkdtempSync(join('/var/tmp', 'dpg-pod-'));
     chmodSync(this.dir, 0o755);
     this.bin = join(this.dir, 'bin');
     mkdirSync(this.bin, { mode: 0o755 });
@@ -101,7 +101,7 @@ export class PodSandbox {
 
   /** The shell script that enters a container: mounts, then setpriv + env + its command. */
   private script(container: Json, command: string[], extraHosts: Record<string, string>): string {
-    const lines = ['set -e', 'scratch=$(mktemp -d)', 'mount -t tmpfs sandbox "$scratch"'];
+    const lines = ['set -e', `scratch=$(mktemp -d -p ${quote(this.dir)})`, 'mount -t tmpfs sandbox "$scratch"'];
     const overlaid = new Set<string>();
     // Make each mount path's parent writable inside this mount namespace only (an overlay on the
     // nearest existing ancestor), so nothing is created on the host's filesystem.
