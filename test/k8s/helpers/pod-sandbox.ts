@@ -58,7 +58,10 @@ export class PodSandbox {
     chmodSync(this.dir, 0o755);
     this.bin = join(this.dir, 'bin');
     mkdirSync(this.bin, { mode: 0o755 });
-    writeFileSync(join(this.bin, 'dpg'), `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(join(REPO, 'bin', 'dpg.js'))} "$@"\n`, { mode: 0o755 });
+    // The repository is bound at DIR/repo in each container first, so a volume mounted over its real
+    // location (a clone under /tmp, and dpg-init's /tmp) cannot hide it.
+    mkdirSync(join(this.dir, 'repo'), { mode: 0o755 });
+    writeFileSync(join(this.bin, 'dpg'), `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(join(this.dir, 'repo', 'bin', 'dpg.js'))} "$@"\n`, { mode: 0o755 });
     sh(`ip netns add ${this.pod} && ip netns add ${this.upstream}`);
     sh(`ip link add vp${id} type veth peer name vu${id}`);
     sh(`ip link set vp${id} netns ${this.pod} && ip link set vu${id} netns ${this.upstream}`);
@@ -101,7 +104,7 @@ export class PodSandbox {
 
   /** The shell script that enters a container: mounts, then setpriv + env + its command. */
   private script(container: Json, command: string[], extraHosts: Record<string, string>): string {
-    const lines = ['set -e', `scratch=$(mktemp -d -p ${quote(this.dir)})`, 'mount -t tmpfs sandbox "$scratch"'];
+    const lines = ['set -e', `mount --bind ${quote(REPO)} ${quote(join(this.dir, 'repo'))}`, `scratch=$(mktemp -d -p ${quote(this.dir)})`, 'mount -t tmpfs sandbox "$scratch"'];
     const overlaid = new Set<string>();
     // Make each mount path's parent writable inside this mount namespace only (an overlay on the
     // nearest existing ancestor), so nothing is created on the host's filesystem.
