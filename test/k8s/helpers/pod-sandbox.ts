@@ -133,6 +133,8 @@ export class PodSandbox {
     }
     const sc = container.securityContext ?? {};
     const podSc = this.spec.securityContext ?? {};
+    // readOnlyRootFilesystem: the root mount read-only in this mount namespace only; volumes stay as mounted.
+    if (sc.readOnlyRootFilesystem) lines.push('mount -o remount,bind,ro /');
     const uid = sc.runAsUser ?? podSc.runAsUser ?? 0;
     const gid = sc.runAsGroup ?? podSc.runAsGroup ?? uid;
     const caps = (sc.capabilities?.add ?? []).map((c: string) => `+${c.toLowerCase()}`);
