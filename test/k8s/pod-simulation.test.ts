@@ -32,15 +32,17 @@ function missingCommands(): string | undefined {
 const skip = sandboxUnavailable() ?? missingCommands();
 
 // The app under test: what a pod author writes, nothing about the gateway.
-const APP_POD = {
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'orders', annotations: { 'dpg.io/keyring': 'orders-keyring' } },
-  spec: {
-    securityContext: { runAsUser: APP_UID, runAsGroup: APP_UID },
-    containers: [{ name: 'app', image: 'registry.example/orders:1', command: ['node', '/app/client.mjs'] }],
-  },
-};
+function appPod(annotations: Record<string, string>, command: string[]) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'orders', annotations: { 'dpg.io/keyring': 'orders-keyring', ...annotations } },
+    spec: {
+      securityContext: { runAsUser: APP_UID, runAsGroup: APP_UID },
+      containers: [{ name: 'app', image: 'registry.example/orders:1', command }],
+    },
+  };
+}
 
 // The gateway config of the pod's ConfigMap: the sidecar profile, one route for the upstream.
 const GATEWAY = {
@@ -81,7 +83,8 @@ createServer(record).listen(80, '${UPSTREAM_IP}', () => console.log('{"listening
 createTls({ cert: readFileSync(process.argv[2]), key: readFileSync(process.argv[3]) }, record).listen(443, '${UPSTREAM_IP}', () => console.log('{"listening":443}'));
 `;
 
-const CLIENT = `
+// The app in transparent mode: Node.js, which ignores proxy variables; capture takes its traffic.
+const NODE_CLIENT = `
 import { request as http } from 'node:http';
 import { request as https } from 'node:https';
 const send = (lib, url, body) => new Promise((resolve) => {
@@ -95,100 +98,139 @@ console.log(JSON.stringify({
 }));
 `;
 
-describe('pod simulation: an injected pod runs', { skip }, () => {
-  let sandbox: PodSandbox;
-  let injected: Json;
-  let upstream: ChildProcess;
-  const received: Json[] = [];
+// The app in env-proxy mode: curl, which follows HTTP(S)_PROXY and trusts CURL_CA_BUNDLE.
+const CURL_CLIENT = `
+post() { curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'content-type: application/json' --data-binary '${JSON.stringify(RECORD)}' "$1" || echo "curl-exit-$?"; }
+printf '{"routed":%s,"unrouted":%s,"tls":%s}' "$(post http://${UPSTREAM_IP}/v1/customers/42)" "$(post http://${UPSTREAM_IP}/v1/orders/42)" "$(post https://partner.test/v1/customers/43)"
+`;
 
-  before(async () => {
-    // 1. The injected spec, from the CLI exactly as a user runs it.
-    const r = spawnSync(process.execPath, ['bin/dpg.js', 'inject', '-f', '-', '--image', 'dpg:sim'], { cwd: REPO, input: stringify(APP_POD), encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    injected = parse(r.stdout);
+interface Scenario {
+  readonly name: string;
+  readonly annotations: Record<string, string>;
+  /** The app container's command; `node` is this machine's node. */
+  readonly command: string[];
+  readonly initContainers: string[];
+}
 
-    sandbox = new PodSandbox(injected.spec, { 'orders-keyring': { 'keyring.yaml': KEYRING } });
-    const upstreamCerts = await planCertificates(undefined, { service: 'partner', namespace: 'test' });
-    const manifests: Record<string, string> = { 'upstream-ca.pem': upstreamCerts.material.caBundle };
-    for (const f of readdirSync(join(REPO, 'config', 'manifests'))) manifests[f] = readFileSync(join(REPO, 'config', 'manifests', f), 'utf8');
-    sandbox.prepareVolumes({ 'dpg-config': { 'gateway.yaml': stringify(GATEWAY) }, 'dpg-manifests': manifests });
+const SCENARIOS: Scenario[] = [
+  { name: 'transparent capture (Node.js app, no proxy settings)', annotations: {}, command: ['node', '/app/client.mjs'], initContainers: ['dpg-init', 'dpg-trust', 'dpg-proxy'] },
+  {
+    name: 'env-proxy mode (curl through HTTP(S)_PROXY, no capability anywhere)',
+    annotations: { 'dpg.io/capture-mode': 'env-proxy' },
+    command: ['sh', '/app/client.sh'],
+    initContainers: ['dpg-trust', 'dpg-proxy'],
+  },
+];
 
-    // The upstream, in its own namespace: records what arrives.
-    const files = { server: join(sandbox.dir, 'upstream.mjs'), cert: join(sandbox.dir, 'up.crt'), key: join(sandbox.dir, 'up.key'), client: join(sandbox.dir, 'client.mjs') };
-    writeFileSync(files.server, UPSTREAM_SERVER);
-    writeFileSync(files.cert, upstreamCerts.material.tlsCert);
-    writeFileSync(files.key, upstreamCerts.material.tlsKey);
-    writeFileSync(files.client, CLIENT);
-    chmodSync(files.client, 0o644);
-    upstream = sandbox.startUpstream([process.execPath, files.server, files.cert, files.key]);
-    await new Promise<void>((resolve, reject) => {
-      let ready = 0;
-      upstream.stdout!.on('data', (chunk: Buffer) => {
-        for (const line of String(chunk).split('\n').filter(Boolean)) {
-          const m = JSON.parse(line);
-          if (m.listening && ++ready === 2) resolve();
-          if (m.path) received.push(m);
-        }
+for (const scenario of SCENARIOS) {
+  describe(`pod simulation, ${scenario.name}`, { skip }, () => {
+    let sandbox: PodSandbox;
+    let injected: Json;
+    let upstream: ChildProcess;
+    const received: Json[] = [];
+
+    before(async () => {
+      // 1. The injected spec, from the CLI exactly as a user runs it.
+      const r = spawnSync(process.execPath, ['bin/dpg.js', 'inject', '-f', '-', '--image', 'dpg:sim'], {
+        cwd: REPO,
+        input: stringify(appPod(scenario.annotations, scenario.command)),
+        encoding: 'utf8',
       });
-      upstream.once('exit', (code) => reject(new Error(`upstream exited ${code}`)));
+      assert.equal(r.status, 0, r.stderr);
+      injected = parse(r.stdout);
+
+      sandbox = new PodSandbox(injected.spec, { 'orders-keyring': { 'keyring.yaml': KEYRING } });
+      const upstreamCerts = await planCertificates(undefined, { service: 'partner', namespace: 'test' });
+      const manifests: Record<string, string> = { 'upstream-ca.pem': upstreamCerts.material.caBundle };
+      for (const f of readdirSync(join(REPO, 'config', 'manifests'))) manifests[f] = readFileSync(join(REPO, 'config', 'manifests', f), 'utf8');
+      sandbox.prepareVolumes({ 'dpg-config': { 'gateway.yaml': stringify(GATEWAY) }, 'dpg-manifests': manifests });
+
+      // The upstream, in its own namespace: records what arrives.
+      const files = { server: join(sandbox.dir, 'upstream.mjs'), cert: join(sandbox.dir, 'up.crt'), key: join(sandbox.dir, 'up.key') };
+      writeFileSync(files.server, UPSTREAM_SERVER);
+      writeFileSync(files.cert, upstreamCerts.material.tlsCert);
+      writeFileSync(files.key, upstreamCerts.material.tlsKey);
+      // The app's "image": its client at /app.
+      for (const [name, text] of [['client.mjs', NODE_CLIENT], ['client.sh', CURL_CLIENT]]) {
+        writeFileSync(join(sandbox.dir, name), text);
+        chmodSync(join(sandbox.dir, name), 0o644);
+      }
+      sandbox.addVolume('app-code', sandbox.dir);
+      upstream = sandbox.startUpstream([process.execPath, files.server, files.cert, files.key]);
+      await new Promise<void>((resolve, reject) => {
+        let ready = 0;
+        upstream.stdout!.on('data', (chunk: Buffer) => {
+          for (const line of String(chunk).split('\n').filter(Boolean)) {
+            const m = JSON.parse(line);
+            if (m.listening && ++ready === 2) resolve();
+            if (m.path) received.push(m);
+          }
+        });
+        upstream.once('exit', (code) => reject(new Error(`upstream exited ${code}`)));
+      });
     });
-    // The app's "image": the client script at /app.
-    sandbox.addVolume('app-code', sandbox.dir);
-  });
 
-  after(() => sandbox?.close());
+    after(() => sandbox?.close());
 
-  const init = (name: string) => injected.spec.initContainers.find((c: Json) => c.name === name);
+    const init = (name: string) => injected.spec.initContainers.find((c: Json) => c.name === name);
 
-  it('dpg-init (root, NET_ADMIN and NET_RAW only) installs the capture rules', async () => {
-    const c = init('dpg-init');
-    assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] });
-    const r = await sandbox.run(c, PodSandbox.commandOf(c, ['dpg']));
-    assert.equal(r.code, 0, r.stderr + r.stdout);
-  });
+    it('the injected init containers are the expected ones, in order', () => {
+      assert.deepEqual(injected.spec.initContainers.map((c: Json) => c.name), scenario.initContainers);
+    });
 
-  it('dpg-trust (UID 10001, no capabilities) writes the trust files the app mounts', async () => {
-    const c = init('dpg-trust');
-    const r = await sandbox.run(c, PodSandbox.commandOf(c, ['dpg']));
-    assert.equal(r.code, 0, r.stderr + r.stdout);
-    const trust = join(sandbox.dir, 'volumes', 'dpg-trust');
-    assert.deepEqual(readdirSync(trust).sort(), ['bundle.pem', 'ca.crt', 'truststore.p12']);
-    const key = readdirSync(join(sandbox.dir, 'volumes', 'dpg-data')).find((f) => f.endsWith('key.pem'));
-    assert.ok(key, 'the CA key is in dpg-data, not in the volume the app mounts');
-  });
-
-  it('dpg-proxy (native sidecar) passes its startupProbe', async () => {
-    const c = init('dpg-proxy');
-    assert.equal(c.restartPolicy, 'Always');
-    sandbox.start(c, PodSandbox.commandOf(c, ['dpg']));
-    const probe = c.startupProbe.exec.command as string[];
-    let last = { code: -1 as number | null, stdout: '', stderr: '' };
-    for (let i = 0; i < c.startupProbe.failureThreshold && last.code !== 0; i++) {
-      last = await sandbox.run(c, probe);
-      if (last.code !== 0) await new Promise((r) => setTimeout(r, c.startupProbe.periodSeconds * 1000));
+    if (scenario.initContainers.includes('dpg-init')) {
+      it('dpg-init (root, NET_ADMIN and NET_RAW only, read-only root) installs the capture rules', async () => {
+        const c = init('dpg-init');
+        assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW'] });
+        const r = await sandbox.run(c, PodSandbox.commandOf(c, ['dpg']));
+        assert.equal(r.code, 0, r.stderr + r.stdout);
+      });
     }
-    assert.equal(last.code, 0, `startupProbe: ${last.stderr}${last.stdout}`);
-  });
 
-  it('the app, as another UID with the env injection gave it: routed request protected, unrouted untouched, TLS trusted', async () => {
-    const app = structuredClone(injected.spec.containers.find((c: Json) => c.name === 'app'));
-    app.volumeMounts = [...(app.volumeMounts ?? []), { name: 'app-code', mountPath: '/app', readOnly: true }];
-    const r = await sandbox.run(app, PodSandbox.commandOf(app, []).map((a: string) => (a === 'node' ? process.execPath : a)), { 'partner.test': UPSTREAM_IP });
-    assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(JSON.parse(r.stdout), { routed: 200, unrouted: 200, tls: 200 }, `${r.stderr}\nupstream received: ${JSON.stringify(received)}`);
+    it('dpg-trust (UID 10001, no capabilities) writes the trust files the app mounts', async () => {
+      const c = init('dpg-trust');
+      const r = await sandbox.run(c, PodSandbox.commandOf(c, ['dpg']));
+      assert.equal(r.code, 0, r.stderr + r.stdout);
+      const trust = join(sandbox.dir, 'volumes', 'dpg-trust');
+      assert.deepEqual(readdirSync(trust).sort(), ['bundle.pem', 'ca.crt', 'truststore.p12']);
+      const key = readdirSync(join(sandbox.dir, 'volumes', 'dpg-data')).find((f) => f.endsWith('key.pem'));
+      assert.ok(key, 'the CA key is in dpg-data, not in the volume the app mounts');
+    });
 
-    const routed = received.find((m) => m.path === '/v1/customers/42')!;
-    const unrouted = received.find((m) => m.path === '/v1/orders/42')!;
-    const tls = received.find((m) => m.path === '/v1/customers/43')!;
-    assert.equal(unrouted.body, JSON.stringify(RECORD), 'the unrouted request arrives byte for byte');
-    for (const m of [routed, tls]) {
-      const body = JSON.parse(m.body);
-      assert.notEqual(body.name, RECORD.name);
-      assert.notEqual(body.email, RECORD.email);
-      assert.match(body.email, /@example\.com$/);
-      assert.notEqual(body.cardNumber, RECORD.cardNumber);
-      assert.match(body.cardNumber, /^\d{4} \d{4} \d{4} 1111$/);
-    }
-    assert.equal(tls.tls, true, 'the gateway re-encrypted to the upstream');
+    it('dpg-proxy (native sidecar) passes its startupProbe', async () => {
+      const c = init('dpg-proxy');
+      assert.equal(c.restartPolicy, 'Always');
+      sandbox.start(c, PodSandbox.commandOf(c, ['dpg']));
+      const probe = c.startupProbe.exec.command as string[];
+      let last = { code: -1 as number | null, stdout: '', stderr: '' };
+      for (let i = 0; i < c.startupProbe.failureThreshold && last.code !== 0; i++) {
+        last = await sandbox.run(c, probe);
+        if (last.code !== 0) await new Promise((r) => setTimeout(r, c.startupProbe.periodSeconds * 1000));
+      }
+      assert.equal(last.code, 0, `startupProbe: ${last.stderr}${last.stdout}`);
+    });
+
+    it('the app, as UID 10002 with the env injection gave it: routed request protected, unrouted untouched, TLS intercepted and trusted', async () => {
+      const app = structuredClone(injected.spec.containers.find((c: Json) => c.name === 'app'));
+      app.volumeMounts = [...(app.volumeMounts ?? []), { name: 'app-code', mountPath: '/app', readOnly: true }];
+      const command = PodSandbox.commandOf(app, []).map((a: string) => (a === 'node' ? process.execPath : a));
+      const r = await sandbox.run(app, command, { 'partner.test': UPSTREAM_IP });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), { routed: 200, unrouted: 200, tls: 200 }, `${r.stderr}\nupstream received: ${JSON.stringify(received)}`);
+
+      const routed = received.find((m) => m.path === '/v1/customers/42')!;
+      const unrouted = received.find((m) => m.path === '/v1/orders/42')!;
+      const tls = received.find((m) => m.path === '/v1/customers/43')!;
+      assert.equal(unrouted.body, JSON.stringify(RECORD), 'the unrouted request arrives byte for byte');
+      for (const m of [routed, tls]) {
+        const body = JSON.parse(m.body);
+        assert.notEqual(body.name, RECORD.name);
+        assert.notEqual(body.email, RECORD.email);
+        assert.match(body.email, /@example\.com$/);
+        assert.notEqual(body.cardNumber, RECORD.cardNumber);
+        assert.match(body.cardNumber, /^\d{4} \d{4} \d{4} 1111$/);
+      }
+      assert.equal(tls.tls, true, 'the gateway re-encrypted to the upstream');
+    });
   });
-});
+}
