@@ -140,6 +140,7 @@ for (const scenario of SCENARIOS) {
       injected = parse(r.stdout);
 
       sandbox = new PodSandbox(injected.spec, { 'orders-keyring': { 'keyring.yaml': KEYRING } });
+      sandbox.setHostAliases({ 'partner.test': UPSTREAM_IP });
       const upstreamCerts = await planCertificates(undefined, { service: 'partner', namespace: 'test' });
       const manifests: Record<string, string> = { 'upstream-ca.pem': upstreamCerts.material.caBundle };
       for (const f of readdirSync(join(REPO, 'config', 'manifests'))) manifests[f] = readFileSync(join(REPO, 'config', 'manifests', f), 'utf8');
@@ -214,7 +215,7 @@ for (const scenario of SCENARIOS) {
       const app = structuredClone(injected.spec.containers.find((c: Json) => c.name === 'app'));
       app.volumeMounts = [...(app.volumeMounts ?? []), { name: 'app-code', mountPath: '/app', readOnly: true }];
       const command = PodSandbox.commandOf(app, []).map((a: string) => (a === 'node' ? process.execPath : a));
-      const r = await sandbox.run(app, command, { 'partner.test': UPSTREAM_IP });
+      const r = await sandbox.run(app, command);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(JSON.parse(r.stdout), { routed: 200, unrouted: 200, tls: 200 }, `${r.stderr}\nupstream received: ${JSON.stringify(received)}`);
 

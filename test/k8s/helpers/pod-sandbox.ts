@@ -48,6 +48,8 @@ export class PodSandbox {
   private readonly bin: string;
   private readonly children: ChildProcess[] = [];
   private volumes = new Map<string, string>();
+  /** The pod's /etc/hosts additions (like spec.hostAliases): every container sees them. */
+  private hostAliases: Record<string, string> = {};
 
   constructor(private readonly spec: Json, private readonly secrets: Record<string, Record<string, string>>) {
     const id = randomBytes(3).toString('hex');
@@ -90,6 +92,11 @@ export class PodSandbox {
     }
   }
 
+  /** Names every container of the pod resolves (the kubelet manages one /etc/hosts per pod). */
+  setHostAliases(aliases: Record<string, string>): void {
+    this.hostAliases = { ...aliases };
+  }
+
   /** A volume backed by an existing directory (the app's "image" content in tests). */
   addVolume(name: string, path: string): void {
     this.volumes.set(name, path);
@@ -103,7 +110,8 @@ export class PodSandbox {
   }
 
   /** The shell script that enters a container: mounts, then setpriv + env + its command. */
-  private script(container: Json, command: string[], extraHosts: Record<string, string>): string {
+  private script(container: Json, command: string[]): string {
+    const extraHosts = this.hostAliases;
     const lines = ['set -e', `mount --bind ${quote(REPO)} ${quote(join(this.dir, 'repo'))}`, `scratch=$(mktemp -d -p ${quote(this.dir)})`, 'mount -t tmpfs sandbox "$scratch"'];
     const overlaid = new Set<string>();
     // Make each mount path's parent writable inside this mount namespace only (an overlay on the
@@ -150,9 +158,9 @@ export class PodSandbox {
     return lines.join('\n');
   }
 
-  private spawnIn(container: Json, command: string[], extraHosts: Record<string, string> = {}): ChildProcess {
+  private spawnIn(container: Json, command: string[]): ChildProcess {
     const file = join(this.dir, `run-${container.name}-${randomBytes(2).toString('hex')}.sh`);
-    writeFileSync(file, this.script(container, command, extraHosts), { mode: 0o700 });
+    writeFileSync(file, this.script(container, command), { mode: 0o700 });
     return spawn('ip', ['netns', 'exec', this.pod, 'unshare', '--mount', '--propagation', 'private', 'sh', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
@@ -162,8 +170,8 @@ export class PodSandbox {
   }
 
   /** Runs a container to completion. */
-  run(container: Json, command: string[], extraHosts: Record<string, string> = {}, timeoutMs = 60_000): Promise<ContainerRun> {
-    const child = this.spawnIn(container, command, extraHosts);
+  run(container: Json, command: string[], timeoutMs = 60_000): Promise<ContainerRun> {
+    const child = this.spawnIn(container, command);
     return new Promise((resolve) => {
       let stdout = '';
       let stderr = '';
