@@ -94,7 +94,9 @@ export function uninject(input: JsonObject): JsonObject {
 
   for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
     const name = c.name as string;
-    const added = new Set((status.env[name] ?? []).filter((n) => INJECTED_VARIABLES.has(n)));
+    // Admission runs before validation: a container may be called `constructor`; own keys only.
+    const listed = Object.hasOwn(status.env, name) ? status.env[name] : [];
+    const added = new Set(listed.filter((n) => INJECTED_VARIABLES.has(n)));
     if (added.size > 0 && Array.isArray(c.env)) setList(c, 'env', c.env.filter((e) => !(isObject(e) && added.has(e.name as string))));
     if (status.trustMounts.includes(name) && Array.isArray(c.volumeMounts)) {
       setList(c, 'volumeMounts', c.volumeMounts.filter((m) => !(isObject(m) && m.name === VOLUME.trust)));
@@ -209,7 +211,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
 
   const parts = buildParts(settings, options);
   const notes: string[] = [];
-  const env: Record<string, string[]> = {};
+  const env: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const trustMounts: string[] = [];
   const wantsTrust = (c: JsonObject) => settings.caContainers === '*' || settings.caContainers.includes(c.name as string);
   for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {

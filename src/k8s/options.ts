@@ -36,7 +36,7 @@ export function injectorOptions(flags: InjectorFlags, version = packageVersion()
   if (!/^[^\s]+$/.test(image)) problems.push('--image: must be an image reference without spaces');
   const pull = flags.imagePullPolicy;
   if (pull !== undefined && !(PULL_POLICIES as readonly string[]).includes(pull)) problems.push(`--image-pull-policy: must be one of ${PULL_POLICIES.join(', ')}`);
-  const pairs: Record<string, string> = {};
+  const pairs: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const pair of flags.defaults ?? []) {
     const eq = pair.indexOf('=');
     if (eq <= 0) {

@@ -74,6 +74,20 @@ describe('inject() leaves some pods alone', () => {
   }
 });
 
+describe('hostile input', () => {
+  it('names that are Object.prototype properties are plain data (admission runs before validation)', () => {
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      const template = JSON.parse(
+        `{"metadata":{"annotations":{"__proto__":"x","dpg.io/status":"{\\"version\\":\\"1\\",\\"configHash\\":\\"x\\",\\"initContainers\\":[],\\"containers\\":[],\\"volumes\\":[],\\"env\\":{},\\"trustMounts\\":[]}"}},"spec":{"containers":[{"name":"${name}","image":"x","env":[{"name":"A","value":"b"}]}]}}`,
+      ) as JsonObject;
+      const once = inject(template, options);
+      assert.equal(once.outcome, 'injected', name);
+      assert.deepEqual(inject(once.template, options).template, once.template, name);
+      assert.equal(Object.getPrototypeOf({}), Object.prototype);
+    }
+  });
+});
+
 describe('status annotation', () => {
   it('a forged status cannot remove the pod’s own containers, volumes or variables', () => {
     const forged = JSON.stringify({
