@@ -81,6 +81,22 @@ spec:
     assert.match(r.stderr, /job\/export: not injected as this version would inject it/);
   });
 
+  it('operational failures: exit 1 with a message of ours, not an internal error', () => {
+    const cases: [string[], RegExp][] = [
+      [['inject', '-f', '/nonexistent/dpg-workloads.yaml'], /dpg inject: cannot read "\/nonexistent\/dpg-workloads\.yaml" \(ENOENT\)/],
+      [['webhook', '--tls-cert', '/nonexistent/tls.crt', '--tls-key', '/nonexistent/tls.key'], /dpg webhook: TLS certificate \/nonexistent\/tls\.crt could not be read/],
+    ];
+    for (const [args, message] of cases) {
+      const r = dpg(args);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, message);
+      assert.doesNotMatch(r.stderr, /INTERNAL/);
+    }
+    const outside = spawnSync(process.execPath, ['bin/dpg.js', 'webhook', 'certs', '--kube'], { encoding: 'utf8', env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } });
+    assert.equal(outside.status, 1);
+    assert.match(outside.stderr, /not running in a Kubernetes pod/);
+  });
+
   it('usage errors exit 2', () => {
     for (const args of [['inject'], ['inject', '-f', 'x', '--nope'], ['inject', '-f', 'x', '--default', 'keyring=x'], ['inject', '-f', 'x', 'extra']]) {
       const r = dpg(args);

@@ -44,7 +44,15 @@ export const injectCommand: Command = {
       defaults: values.default as string[] | undefined,
     });
     if (!options) throw new UsageError(problems.join('; '));
-    const text = await readInput(file, io);
+    let text: string;
+    try {
+      text = await readInput(file, io);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (!code) throw err;
+      io.stderr.write(`dpg inject: cannot read ${file === '-' ? 'standard input' : JSON.stringify(file)} (${code})\n`);
+      return 1;
+    }
 
     if (values.check) {
       const { ok, reports } = k8s.checkStream(text, options);

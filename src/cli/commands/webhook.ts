@@ -139,8 +139,15 @@ dpg webhook certs (--out DIR | --kube) [--service NAME] [--namespace NS] [--serv
     [--ca-secret NAME] [--tls-secret NAME] [--mutating-webhook NAME]... [--validating-webhook NAME]...
     Creates the webhook's CA and serving certificate, or renews them before they expire: as files in DIR
     (ca.crt, ca.key, tls.crt, tls.key), or in-cluster as Secrets plus the webhook configurations' caBundle.`,
-  run(args, io) {
-    if (args[0] === 'certs') return certs(args.slice(1), io);
-    return serve(args, io);
+  async run(args, io) {
+    const [what, run] = args[0] === 'certs' ? ['dpg webhook certs', () => certs(args.slice(1), io)] : ['dpg webhook', () => serve(args, io)];
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      // Our own messages (files, the API's status and reason, listen errors): no key material in them.
+      io.stderr.write(`${what}: ${(err as Error).message}\n`);
+      return 1;
+    }
   },
 };
