@@ -6,6 +6,15 @@ import { parseFlags, UsageError, type CliIo, type Command } from '../command.ts'
 
 const MAX_INPUT_BYTES = 64 * 1024 * 1024;
 
+// Flags with their help lines (the `value`/`help` fields are for generated per-command help).
+const flags = {
+  filename: { type: 'string', short: 'f', value: 'FILE|-', help: 'the YAML (or JSON) stream to inject; - for standard input' },
+  image: { type: 'string', value: 'IMAGE', help: 'the gateway image to inject (default dpg:<version>)' },
+  'image-pull-policy': { type: 'string', value: 'POLICY', help: 'Always, IfNotPresent or Never (default: unset)' },
+  default: { type: 'string', multiple: true, value: 'dpg.io/NAME=VALUE', help: 'a default for pods without that annotation' },
+  check: { type: 'boolean', help: 'write nothing; exit 1 when any workload is not injected as this version would inject it' },
+} as const;
+
 async function readInput(file: string, io: CliIo): Promise<string> {
   if (file !== '-') return readFileSync(file, 'utf8');
   const chunks: Buffer[] = [];
@@ -27,13 +36,7 @@ export const injectCommand: Command = {
     injected (other kinds unchanged); notes go to stderr. --check writes nothing and exits 1 when any
     workload is not injected as this version would inject it. See docs/kubernetes.md.`,
   async run(args, io) {
-    const { values, positionals } = parseFlags(args, {
-      filename: { type: 'string', short: 'f' },
-      image: { type: 'string' },
-      'image-pull-policy': { type: 'string' },
-      default: { type: 'string', multiple: true },
-      check: { type: 'boolean' },
-    });
+    const { values, positionals } = parseFlags(args, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0].slice(0, 40))}`);
     const file = values.filename as string | undefined;
     if (!file) throw new UsageError('-f FILE (or -f - for standard input) is required');

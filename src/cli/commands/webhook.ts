@@ -26,19 +26,33 @@ function parseListen(text: string): { host?: string; port: number } {
   return host ? { host, port } : { port };
 }
 
+// Flags with their help lines (the `value`/`help` fields are for generated per-command help).
+const certsOptions = {
+  out: { type: 'string', value: 'DIR', help: 'keep the certificates as files in DIR (ca.crt, ca.key, tls.crt, tls.key)' },
+  kube: { type: 'boolean', help: 'keep them in-cluster: two Secrets and the webhook configurations\' caBundle' },
+  service: { type: 'string', value: 'NAME', help: "the webhook's Service (default dpg-injector)" },
+  namespace: { type: 'string', value: 'NS', help: 'its namespace (default POD_NAMESPACE, else dpg-system)' },
+  'ca-secret': { type: 'string', value: 'NAME', help: 'Secret for the CA (default dpg-injector-ca)' },
+  'tls-secret': { type: 'string', value: 'NAME', help: 'Secret for the serving certificate (default dpg-injector-tls)' },
+  'mutating-webhook': { type: 'string', multiple: true, value: 'NAME', help: 'MutatingWebhookConfiguration to give the caBundle (default dpg-injector)' },
+  'validating-webhook': { type: 'string', multiple: true, value: 'NAME', help: 'ValidatingWebhookConfiguration to give the caBundle' },
+  'serving-days': { type: 'string', value: 'N', help: 'validity of a serving certificate (default 365)' },
+  'renew-before-days': { type: 'string', value: 'N', help: 'renew this long before expiry (default 30)' },
+} as const;
+
+const serveOptions = {
+  'tls-cert': { type: 'string', value: 'FILE', help: 'serving certificate (PEM), re-read when it changes' },
+  'tls-key': { type: 'string', value: 'FILE', help: 'its private key (PEM)' },
+  listen: { type: 'string', value: 'HOST:PORT', help: 'listen address (default :8443, every interface)' },
+  'exclude-namespaces': { type: 'string', value: 'LIST', help: 'namespaces never injected, besides kube-system, kube-public, kube-node-lease' },
+  image: { type: 'string', value: 'IMAGE', help: 'the gateway image to inject (default dpg:<version>)' },
+  'image-pull-policy': { type: 'string', value: 'POLICY', help: 'Always, IfNotPresent or Never (default: unset)' },
+  default: { type: 'string', multiple: true, value: 'dpg.io/NAME=VALUE', help: 'a default for pods without that annotation' },
+  'tls-reload-seconds': { type: 'string', value: 'S', help: 'how often the TLS files are re-read (default 10)' },
+} as const;
+
 async function certs(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseFlags(args, {
-    service: { type: 'string' },
-    namespace: { type: 'string' },
-    out: { type: 'string' },
-    kube: { type: 'boolean' },
-    'ca-secret': { type: 'string' },
-    'tls-secret': { type: 'string' },
-    'mutating-webhook': { type: 'string', multiple: true },
-    'validating-webhook': { type: 'string', multiple: true },
-    'serving-days': { type: 'string' },
-    'renew-before-days': { type: 'string' },
-  });
+  const { values, positionals } = parseFlags(args, certsOptions);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0].slice(0, 40))}`);
   const params = {
     service: dnsName('service', values.service ?? 'dpg-injector'),
@@ -76,16 +90,7 @@ async function certs(args: readonly string[], io: CliIo): Promise<number> {
 }
 
 async function serve(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseFlags(args, {
-    'tls-cert': { type: 'string' },
-    'tls-key': { type: 'string' },
-    listen: { type: 'string' },
-    'exclude-namespaces': { type: 'string' },
-    image: { type: 'string' },
-    'image-pull-policy': { type: 'string' },
-    default: { type: 'string', multiple: true },
-    'tls-reload-seconds': { type: 'string' },
-  });
+  const { values, positionals } = parseFlags(args, serveOptions);
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0].slice(0, 40))}`);
   const certFile = values['tls-cert'] as string | undefined;
   const keyFile = values['tls-key'] as string | undefined;
