@@ -59,7 +59,7 @@ describe('dpg CLI', () => {
       [['protect', '--manifest', 'nope', '--job', 'Mask'], `{"cardNumber":"${secret}"}`, /MANIFEST_NOT_FOUND/],
       [['protect', '--manifest', 'card-masking', '--job', 'Decrypt'], `{"cardNumber":"${secret}"}`, /JOB_TYPE_NOT_DEFINED/],
       [['protect', '--manifest', 'customer', '--job', 'Mask'], `{"cardNumber":"${secret}",}`, /MALFORMED_DATA_SET/],
-      [['protect', '--manifest', 'customer', '--job', 'Pseudonymise'], `{"ssn":"12","cardNumber":"${secret}"}`, /VALUE_NOT_PROTECTABLE[\s\S]*\$\.ssn/],
+      [['protect', '--manifest', 'customer', '--job', 'Pseudonymise'], `{"iban":"DE00 1234 5678","cardNumber":"${secret}"}`, /VALUE_NOT_PROTECTABLE[\s\S]*\$\.iban/],
       [['protect', '--manifest', 'customer', '--job', 'Mask', '--country', 'USA'], `{"cardNumber":"${secret}"}`, /INVALID_REQUEST/],
       [['protect', '--manifest', 'customer', '--job', 'Scramble'], `{"cardNumber":"${secret}"}`, /INVALID_REQUEST/],
       [['protect', '--manifest', 'customer'], `{"cardNumber":"${secret}"}`, /--job is required/],

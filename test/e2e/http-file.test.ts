@@ -171,7 +171,7 @@ test('every reachable catalogue error through /file/protect', async () => {
     ['metadata over the body limit', () => upload([metaPart({ ...META, pad: 'x'.repeat(3000) }), filePart()], {}, open, false), 413, 'PAYLOAD_TOO_LARGE'],
     ['bad data set type', () => upload([metaPart(), filePart()], { 'x-data-set-type': 'PDF' }), 400, 'INVALID_REQUEST'],
     ['job type not in manifest', () => upload([metaPart({ manifestName: 'card-masking', jobType: 'Decrypt' }), filePart()]), 422, 'JOB_TYPE_NOT_DEFINED'],
-    ['value too short for FPE', () => upload([metaPart({ ...META, jobType: 'Pseudonymise' }), filePart('cardNumber\n12\n')]), 422, 'VALUE_NOT_PROTECTABLE'],
+    ['value not protectable (invalid IBAN)', () => upload([metaPart({ ...META, jobType: 'Pseudonymise' }), filePart('iban\nDE00 1234 5678\n')]), 422, 'VALUE_NOT_PROTECTABLE'],
     ['foreign error', () => upload([metaPart({ ...META, manifestName: 'explode' }), filePart()]), 500, 'INTERNAL'],
   ];
   for (const [name, run, status, code] of cases) {
