@@ -11,6 +11,8 @@ export interface MasterKeyVersion {
   readonly kid: string;
   readonly version: number;
   readonly activeFrom: Date;
+  /** Reverse only: Reconstruct and Decrypt may still use it, new data never (docs/keys.md). */
+  readonly retired: boolean;
   /** 32 bytes. Non-enumerable, so logging or serialising a version never prints it. */
   readonly material: Uint8Array;
 }
@@ -26,7 +28,7 @@ const ECHOABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,31}$/;
 
 const TOP_LEVEL_FIELDS = new Set(['defaultKey', 'keys']);
 const KEY_FIELDS = new Set(['id', 'versions']);
-const VERSION_FIELDS = new Set(['version', 'activeFrom', 'material']);
+const VERSION_FIELDS = new Set(['version', 'activeFrom', 'material', 'retired']);
 
 export class Keyring {
   readonly defaultKid: string;
@@ -112,6 +114,20 @@ export class Keyring {
     );
   }
 
+  /**
+   * activeAt for new data (Encrypt, Pseudonymise, keyed hash, date shift): the version active at
+   * `now`, refused when it is retired. Falling back to an older version would be no safer (it was
+   * retired too, or is older still), so the gateway stops protecting with this key until a newer
+   * version is added.
+   */
+  activeForNewData(kid: string, now: Date): MasterKeyVersion {
+    const version = this.activeAt(kid, now);
+    if (version.retired) {
+      throw new DpgError('KEY_RETIRED', `Version ${version.version} of key "${kid}" is retired: add a newer version to protect new data`);
+    }
+    return version;
+  }
+
   get(kid: string, version: number): MasterKeyVersion | undefined {
     return this.#keys.get(kid)?.find((v) => v.version === version);
   }
@@ -121,7 +137,7 @@ export class Keyring {
     return [...this.#keys].map(
       ([kid, versions]) =>
         `${kid}${kid === this.defaultKid ? ' (default)' : ''}: ` +
-        versions.map((v) => `v${v.version} from ${v.activeFrom.toISOString()}`).join(', '),
+        versions.map((v) => `v${v.version} from ${v.activeFrom.toISOString()}${v.retired ? ' (retired: reverse only)' : ''}`).join(', '),
     );
   }
 }
@@ -160,7 +176,7 @@ function validateKey(
       return;
     }
     seen.add(parsed.version);
-    list.push(makeVersion(kid ?? '', parsed.version, parsed.activeFrom, parsed.material));
+    list.push(makeVersion(kid ?? '', parsed.version, parsed.activeFrom, parsed.material, parsed.retired));
   });
   list.sort((a, b) => a.version - b.version);
   for (let i = 1; i < list.length; i++) {
@@ -176,7 +192,7 @@ function validateVersion(
   raw: unknown,
   path: readonly (string | number)[],
   report: Report,
-): { version: number; activeFrom: Date; material: Uint8Array } | undefined {
+): { version: number; activeFrom: Date; material: Uint8Array; retired: boolean } | undefined {
   if (!isPlainObject(raw)) {
     report(path, 'must be a mapping with `version`, `activeFrom` and `material`');
     return undefined;
@@ -198,8 +214,12 @@ function validateVersion(
     report([...path, 'material'], `must be base64 of exactly ${MATERIAL_BYTES} random bytes`);
     ok = false;
   }
+  if (raw.retired !== undefined && typeof raw.retired !== 'boolean') {
+    report([...path, 'retired'], 'must be true or false');
+    ok = false;
+  }
   if (!ok) return undefined;
-  return { version: version as number, activeFrom: activeFrom as Date, material: material as Uint8Array };
+  return { version: version as number, activeFrom: activeFrom as Date, material: material as Uint8Array, retired: raw.retired === true };
 }
 
 function parseInstant(value: unknown): Date | undefined {
@@ -225,8 +245,8 @@ function parseMaterial(value: unknown): Uint8Array | undefined {
   return material;
 }
 
-function makeVersion(kid: string, version: number, activeFrom: Date, material: Uint8Array): MasterKeyVersion {
-  const v = { kid, version, activeFrom } as MasterKeyVersion;
+function makeVersion(kid: string, version: number, activeFrom: Date, material: Uint8Array, retired: boolean): MasterKeyVersion {
+  const v = { kid, version, activeFrom, retired } as MasterKeyVersion;
   Object.defineProperty(v, 'material', { value: material, enumerable: false, writable: false });
   return Object.freeze(v);
 }

@@ -107,13 +107,14 @@ export function compileCondition(c: ConditionDef): Condition {
     const want = c.crossBorder;
     tests.push((ctx) => isCrossBorder(ctx) === want);
   }
+  // An id of 0 is "not given" (as in gRPC): a condition listing 0 matches requests without one.
   if (c.thirdPartyId) {
     const set = new Set(c.thirdPartyId);
-    tests.push((ctx) => ctx.thirdPartyId !== undefined && set.has(ctx.thirdPartyId));
+    tests.push((ctx) => set.has(ctx.thirdPartyId ?? 0));
   }
   if (c.dataUsageId) {
     const set = new Set(c.dataUsageId);
-    tests.push((ctx) => ctx.dataUsageId !== undefined && set.has(ctx.dataUsageId));
+    tests.push((ctx) => set.has(ctx.dataUsageId ?? 0));
   }
   if (c.claims) {
     for (const [name, values] of Object.entries(c.claims)) {

@@ -142,6 +142,11 @@ test('without a token only protect-scope jobs run: Reconstruct and Decrypt need 
     const res = await upload([metaPart({ ...META, jobType }), filePart()], {}, open, false);
     assert.equal(res.status, 200, `${jobType}: ${res.text}`);
   }
+  // No token, no client: the pseudonym scope of a client configured without one (no partner's ids).
+  for (const scope of [{ thirdPartyId: 7 }, { dataUsageId: 2 }, { isDataConsistentAcrossOrganization: true }]) {
+    const res = await upload([metaPart({ ...META, jobType: 'Pseudonymise', ...scope }), filePart()], {}, open, false);
+    assert.equal(res.status, 403, `${JSON.stringify(scope)}: ${res.text}`);
+  }
   // A token sent anyway is verified and its scopes enforced, even where none is required.
   const openReader = await tokenFor(open.base, CLIENTS.reader);
   const reader = await upload([metaPart({ ...META, jobType: 'Reconstruct' }), filePart()], { 'x-resource-token': openReader }, open, false);

@@ -89,23 +89,6 @@ describe('engine', () => {
     assert.notEqual(protect('Reconstruct', { name: p1 }, { thirdPartyId: 2 }).name, 'Jane Doe');
   });
 
-  it('snapshot_date selects the key version active then (rotation on 2025-01-01)', () => {
-    const v = { cardNumber: '4111111111111111' };
-    const before = new Date('2024-06-01T00:00:00Z');
-    const after = new Date('2025-06-01T00:00:00Z');
-    const pOld = protect('Pseudonymise', v, { snapshotDate: before }).cardNumber;
-    const pOld2 = protect('Pseudonymise', v, { snapshotDate: new Date('2024-12-31T23:59:59Z') }).cardNumber;
-    const pNew = protect('Pseudonymise', v, { snapshotDate: after }).cardNumber;
-    assert.equal(pOld, pOld2);
-    assert.notEqual(pOld, pNew);
-    assert.equal(protect('Reconstruct', { cardNumber: pOld }, { snapshotDate: before }).cardNumber, v.cardNumber);
-    assert.equal(protect('Reconstruct', { cardNumber: pNew }, { snapshotDate: after }).cardNumber, v.cardNumber);
-    // Encrypt tokens carry their key version, so Decrypt needs no snapshot date.
-    const eOld = protect('Encrypt', v, { snapshotDate: before }).cardNumber;
-    assert.match(String(eOld), /:1:/);
-    assert.equal(protect('Decrypt', { cardNumber: eOld }).cardNumber, v.cardNumber);
-  });
-
   it('keeps __proto__ and constructor keys as plain data', () => {
     const text = '{"__proto__": {"cardNumber": "4111111111111111"}, "constructor": {"prototype": {"x": 1}}, "cardNumber": "4111111111111111"}';
     const out = engine.protectDocument(job('customer', 'Mask'), text).dataSet as string;

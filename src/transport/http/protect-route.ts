@@ -34,7 +34,7 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
     }),
   );
   noteJob(ex, job);
-  deps.identity.authorize(principal, job.jobType, job.manifestName);
+  deps.identity.authorize(principal, job);
 
   const input = dataSetInput(Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined, dataSetType, encoding);
   const result = deps.engine.protectDocument(job, input);
