@@ -2,6 +2,7 @@
 // field, conditions turned into predicates, selectors into lookups. Nothing here runs per value.
 
 import { FORWARD_JOB_TYPES, REVERSE_OF, type ForwardJobType, type JobType, type RequestContext } from '../core/types.ts';
+import type { ConfigProblem } from '../core/errors.ts';
 import type { CompiledTechnique, Technique } from '../techniques/technique.ts';
 import type { ConditionDef, FieldDef, ManifestDef, RuleDef } from './definition.ts';
 import { PathMatcher, normalizeName } from './selectors.ts';
@@ -16,7 +17,10 @@ export interface CompiledRule {
 }
 
 export interface CompiledField {
-  /** Stable id mixed into key derivation: `name:<normalised first name>` or `path:<path>`. */
+  /**
+   * Stable id mixed into key derivation: `name:<normalised keyName>`, else (compatibility)
+   * `name:<normalised first name>` or `path:<path>`.
+   */
   readonly id: string;
   readonly selectorText: string;
   /** Per forward job type, overrides first, the unconditional rule last. */
@@ -34,6 +38,8 @@ export interface CompiledManifest {
   readonly byPath: PathMatcher<CompiledField>;
   /** Job types this manifest can run, reverse ones included. */
   readonly jobTypes: ReadonlySet<JobType>;
+  /** Job-type gaps found at load (warnings; a strict manifest refuses to load instead). */
+  readonly warnings: readonly ConfigProblem[];
   explain(): string[];
 }
 
@@ -64,14 +70,18 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
     byName,
     byPath,
     jobTypes,
+    warnings: def.warnings ?? [],
     explain: () => explainManifest(manifest),
   };
   return Object.freeze(manifest);
 }
 
 function compileField(manifest: string, def: FieldDef): CompiledField {
-  const id = def.selector.kind === 'name' ? `name:${normalizeName(def.selector.names[0]!)}` : `path:${def.selector.path}`;
-  const selectorText = def.selector.kind === 'name' ? `match ${def.selector.names.join(', ')}` : `path ${def.selector.path}`;
+  const implicitId = def.selector.kind === 'name' ? `name:${normalizeName(def.selector.names[0]!)}` : `path:${def.selector.path}`;
+  const id = def.keyName !== undefined ? `name:${normalizeName(def.keyName)}` : implicitId;
+  const selectorText =
+    (def.selector.kind === 'name' ? `match ${def.selector.names.join(', ')}` : `path ${def.selector.path}`) +
+    (def.keyName !== undefined ? ` (keyName ${def.keyName})` : '');
   const env = { manifest, field: id };
   const compileRule = (rule: RuleDef, when: Condition | undefined): CompiledRule => ({
     when,
