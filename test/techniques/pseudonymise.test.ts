@@ -206,6 +206,41 @@ describe('Pseudonymise table', () => {
   });
 });
 
+describe('date shift per value', () => {
+  const days = (a: string, b: string) => (Date.parse(b) - Date.parse(a)) / 86_400_000;
+
+  it('moves each date on its own, within maxDays, and back exactly (property)', () => {
+    const bound = bindTechnique('Pseudonymise', { format: 'date', maxDays: 30, shift: 'per-value' });
+    const shifts = new Set<number>();
+    fc.assert(
+      fc.property(fc.date({ min: new Date('1901-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true }), (d) => {
+        const input = d.toISOString().slice(0, 10);
+        const out = bound.forward(input) as string;
+        assert.match(out, /^\d{4}-\d{2}-\d{2}$/);
+        assert.ok(Math.abs(days(input, out)) <= 30);
+        assert.equal(bound.inverse!(out), input);
+        shifts.add(days(input, out));
+      }),
+      { numRuns: 2000, seed: 31 },
+    );
+    assert.ok(shifts.size > 40, `one known pair does not give away the others (${shifts.size} distinct shifts)`);
+  });
+
+  it('is a permutation of every day of a window, and depends on the scope', () => {
+    const a = bindTechnique('Pseudonymise', { format: 'date', maxDays: 365, shift: 'per-value' }, ctxOf(fakeKeys('tp=1;du=1')));
+    const b = bindTechnique('Pseudonymise', { format: 'date', maxDays: 365, shift: 'per-value' }, ctxOf(fakeKeys('tp=2;du=1')));
+    const inputs: string[] = [];
+    for (let t = Date.parse('1984-01-01T00:00:00Z'); t < Date.parse('1987-01-01T00:00:00Z'); t += 86_400_000) inputs.push(new Date(t).toISOString().slice(0, 10));
+    const outs = inputs.map((d) => a.forward(d));
+    assert.equal(new Set(outs).size, inputs.length);
+    assert.ok(inputs.filter((d, i) => b.forward(d) === outs[i]).length < inputs.length / 50);
+  });
+
+  it('explain and options', () => {
+    assert.throws(() => techniqueFor('Pseudonymise', { format: 'date', shift: 'random' }).validate({ format: 'date', shift: 'random' }), TechniqueOptionError);
+  });
+});
+
 describe('Pseudonymise properties', () => {
   it('digits: digits only change, separators and letters stay', () => {
     const values = fc
