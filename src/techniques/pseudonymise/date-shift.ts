@@ -37,8 +37,11 @@ function shifter(move: (day: number) => number, dayFirst: boolean): (value: Scal
   };
 }
 
-/** Windows of one field's permutation kept in memory (each is two Int32Arrays of `width` days). */
-const MAX_WINDOWS = 512;
+/**
+ * Days of one field's permutation kept in memory (8 bytes each: forward and inverse), so at most
+ * 2 MiB per field and scope whatever maxDays: 716 windows of a year, 7 of a century.
+ */
+const MAX_CACHED_DAYS = 262_144;
 
 /**
  * A keyed permutation of day numbers that keeps every day inside its window [k·width, (k+1)·width):
@@ -95,7 +98,7 @@ class WindowedDayPermutation {
       inverse[rank] = order[rank];
     }
     cached = { forward, inverse };
-    if (this.#windows.size >= MAX_WINDOWS) this.#windows.delete(this.#windows.keys().next().value!);
+    if ((this.#windows.size + 1) * width > MAX_CACHED_DAYS && this.#windows.size > 0) this.#windows.delete(this.#windows.keys().next().value!);
     this.#windows.set(window, cached);
     return cached;
   }

@@ -163,6 +163,7 @@ class ShortDomain {
     const segment = this.segments.find((s) => s.k === k && s.layout === layout);
     if (segment === undefined) throw new ValueError('FPE_DOMAIN_ERROR');
     const composition = segment.compositions.findIndex((c) => c.every((size, i) => size === parts[i]));
+    if (composition < 0) throw new ValueError('FPE_DOMAIN_ERROR');
     let rank = 0;
     for (let j = 0; j < k; j++) {
       const letter = kinds[j] !== DIGIT;
