@@ -128,6 +128,23 @@ export class Keyring {
     return version;
   }
 
+  /** One line per key whose version active at `now` is retired: new data under it fails (KEY_RETIRED). */
+  retiredNowWarnings(now: Date): string[] {
+    const warnings: string[] = [];
+    for (const kid of this.#keys.keys()) {
+      let version: MasterKeyVersion;
+      try {
+        version = this.activeAt(kid, now);
+      } catch {
+        continue; // not active yet: reported when used
+      }
+      if (version.retired) {
+        warnings.push(`key ${kid}: the version active now (v${version.version}) is retired, so Encrypt, Pseudonymise and keyed hashes fail until a newer version is added`);
+      }
+    }
+    return warnings;
+  }
+
   get(kid: string, version: number): MasterKeyVersion | undefined {
     return this.#keys.get(kid)?.find((v) => v.version === version);
   }

@@ -108,6 +108,8 @@ describe('dpg CLI', () => {
     chmodSync(join(dir, 'keys.yaml'), 0o600);
     const ok = dpg(['validate', '--config', join(dir, 'gateway.yaml')]);
     assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /^key k \(default\): v1 from 2020-01-01T00:00:00.000Z$/m);
+    assert.ok(!ok.stdout.includes(material));
   });
 
   it('hash-secret prints a scrypt hash', () => {

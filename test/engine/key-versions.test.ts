@@ -74,6 +74,9 @@ describe('key versions', () => {
     assert.equal(run(retired, 'Reconstruct', { cardNumber: pseudonym }).cardNumber, card.cardNumber);
     assert.equal(run(retired, 'Decrypt', { cardNumber: token }).cardNumber, card.cardNumber);
     assert.match(ring(true).explain()[0], /v2 from 2025-01-01T00:00:00.000Z \(retired: reverse only\)/);
+    assert.deepEqual(ring(false).retiredNowWarnings(new Date('2026-06-01T00:00:00Z')), []);
+    assert.match(ring(true).retiredNowWarnings(new Date('2026-06-01T00:00:00Z'))[0]!, /^key default: the version active now \(v2\) is retired/);
+    assert.deepEqual(ring(true).retiredNowWarnings(new Date('2024-06-01T00:00:00Z')), [], 'v1 was active then');
     // A newer version lifts it: new data goes under v3.
     const rotated = Keyring.fromDocument(
       {
