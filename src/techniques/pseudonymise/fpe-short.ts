@@ -107,25 +107,41 @@ export function caseStyle(kinds: readonly Kind[], parts: readonly number[]): Cas
   return uppers === letters ? 'upper' : 'mixed';
 }
 
-/** One block of the ranked set: values with k symbols in one class layout, times every split into gaps. */
+/** One block of the ranked set: values with k symbols in one class layout and one split into gaps. */
 interface Segment {
   readonly k: number;
   /** Bit j set: symbol j is a letter. */
   readonly layout: number;
+  /** Symbols per non-empty gap. */
+  readonly parts: readonly number[];
   readonly offset: number;
-  /** Product of the symbols' radices (10 per digit, 26 or 52 per letter). */
+  /** Product of the symbols' radices (10 per digit, 26 or 52 per letter): the values in the block. */
   readonly product: number;
-  readonly compositions: readonly (readonly number[])[];
+}
+
+/** Whether some gap holds two letters or more: what an upper-case value needs (else it reads as title). */
+function hasLetterPair(layout: number, parts: readonly number[]): boolean {
+  let at = 0;
+  for (const size of parts) {
+    let letters = 0;
+    for (let j = at; j < at + size; j++) letters += (layout >> j) & 1;
+    if (letters >= 2) return true;
+    at += size;
+  }
+  return false;
 }
 
 /**
  * The set a short value is permuted in: every value of up to MAX_SHORT symbols that the domain rule
  * calls short, split into the same number of gaps, with letters present exactly when the style has
  * them. Letters carry their case in the radix (52) only for the mixed style; otherwise the style
- * writes the case. Ranked segment by segment (size, layout), then composition, then mixed-radix value.
+ * writes the case. Blocks that cannot carry the style are left out (upper needs a gap with two
+ * letters, mixed two letters), so few ranks are walked past. Ranked block by block (size, layout,
+ * split), then as a mixed-radix number.
  */
 class ShortDomain {
   readonly segments: Segment[] = [];
+  readonly #byShape = new Map<string, Segment>();
   readonly size: number;
   readonly bits: number;
   readonly letterRadix: number;
@@ -144,11 +160,17 @@ class ShortDomain {
         if (classes === 'digits' && letters > 0) continue;
         if (classes === 'letters' && letters < k) continue;
         if ((style === 'none') !== (letters === 0)) continue;
+        if (style === 'mixed' && letters < 2) continue;
         // The domain rule counts a letter as 26 whatever its case: this is what "short" means.
         if (26 ** letters * 10 ** (k - letters) >= MIN_DOMAIN) continue;
         const product = this.letterRadix ** letters * 10 ** (k - letters);
-        this.segments.push({ k, layout, offset, product, compositions });
-        offset += product * compositions.length;
+        for (const parts of compositions) {
+          if (style === 'upper' && !hasLetterPair(layout, parts)) continue;
+          const segment = { k, layout, parts, offset, product };
+          this.segments.push(segment);
+          this.#byShape.set(shapeKey(layout, parts), segment);
+          offset += product;
+        }
       }
     }
     this.size = offset;
@@ -160,10 +182,8 @@ class ShortDomain {
     const k = kinds.length;
     let layout = 0;
     for (let j = 0; j < k; j++) if (kinds[j] !== DIGIT) layout |= 1 << j;
-    const segment = this.segments.find((s) => s.k === k && s.layout === layout);
+    const segment = this.#byShape.get(shapeKey(layout, parts));
     if (segment === undefined) throw new ValueError('FPE_DOMAIN_ERROR');
-    const composition = segment.compositions.findIndex((c) => c.every((size, i) => size === parts[i]));
-    if (composition < 0) throw new ValueError('FPE_DOMAIN_ERROR');
     let rank = 0;
     for (let j = 0; j < k; j++) {
       const letter = kinds[j] !== DIGIT;
@@ -171,7 +191,7 @@ class ShortDomain {
       const digit = letter && this.letterRadix === 52 ? values[j] * 2 + (kinds[j] === UPPER ? 1 : 0) : values[j];
       rank = rank * radix + digit;
     }
-    return segment.offset + composition * segment.product + rank;
+    return segment.offset + rank;
   }
 
   /** The symbols and gaps of rank r (r < size); letter case follows the style. */
@@ -184,9 +204,7 @@ class ShortDomain {
       else hi = mid - 1;
     }
     const segment = this.segments[lo];
-    const local = r - segment.offset;
-    const composition = Math.floor(local / segment.product);
-    let rest = local - composition * segment.product;
+    let rest = r - segment.offset;
     const { k, layout } = segment;
     const kinds = new Array<Kind>(k);
     const values = new Array<number>(k);
@@ -207,7 +225,7 @@ class ShortDomain {
         values[j] = digit;
       }
     }
-    const parts = segment.compositions[composition].slice();
+    const parts = segment.parts.slice();
     applyStyle(kinds, parts, this.style);
     return { kinds, values, parts };
   }
@@ -226,6 +244,13 @@ function applyStyle(kinds: Kind[], parts: readonly number[], style: CaseStyle): 
     }
     at += size;
   }
+}
+
+/** A block's identity: its layout (with a leading 1 bit, so the length shows) and its split. */
+function shapeKey(layout: number, parts: readonly number[]): string {
+  let k = 0;
+  for (const size of parts) k += size;
+  return `${layout | (1 << k)}/${parts.join(',')}`;
 }
 
 function popcount(x: number): number {
