@@ -9,6 +9,9 @@ import fc from 'fast-check';
 import { bindTechnique, ctxOf, fakeKeys, reasonOf } from './fake-keys.ts';
 import { isLuhnValid } from '../../src/techniques/pseudonymise/card.ts';
 import { isValidIban } from '../../src/techniques/pseudonymise/iban.ts';
+import { shortJob } from '../../src/techniques/pseudonymise/fpe-short.ts';
+import { TweakCache, type FpeNumberJob } from '../../src/techniques/pseudonymise/fpe-core.ts';
+import { rng } from '../helpers/rng.ts';
 import { ValueError } from '../../src/techniques/technique.ts';
 import type { Scalar } from '../../src/core/types.ts';
 
@@ -295,6 +298,29 @@ describe('short values: every format, every length from 1 up', () => {
       assert.match(String(out), shape, `${String(input)} -> ${String(out)}`);
       assert.equal(bound.inverse!(out), input);
     }
+  });
+
+  it('cycle walks stay short for every kind of short set (expected steps <= 11)', () => {
+    const shapes: [string, 'digits' | 'letters' | 'alnum'][] = [];
+    const joined = (first: string, rest: string, gaps: number, sep: string) => [first, ...Array(gaps - 1).fill(rest)].join(sep);
+    for (let g = 1; g <= 5; g++) shapes.push([joined('1', '1', g, '-'), 'digits'], [joined('1', '1', g, '.'), 'alnum']);
+    for (let g = 1; g <= 4; g++) for (const first of ['a', 'A']) shapes.push([joined(first, first, g, ' '), 'letters']);
+    for (let g = 1; g <= 3; g++) for (const first of ['AB', 'aB']) shapes.push([joined(first, first.toLowerCase()[0]!, g, ' '), 'letters']);
+    for (let g = 1; g <= 4; g++) for (const first of ['a', 'A', 'AB', 'aB', 'Ab']) shapes.push([joined(first, '1', g, '.'), 'alnum']);
+    const next = rng(7);
+    const tweaks = new TweakCache(new Uint8Array(8));
+    let checked = 0;
+    for (const [text, classes] of shapes) {
+      if (!isShort(text, classes)) continue;
+      const job = shortJob({ text, start: 0, end: text.length, classes }, text, tweaks) as FpeNumberJob;
+      const samples = 20_000;
+      let accepted = 0;
+      for (let i = 0; i < samples; i++) if (job.acceptRank!(Math.floor(next() * 2 ** job.length))) accepted++;
+      assert.ok(job.length >= 20, 'FF1 domain of at least 2^20');
+      assert.ok(samples / accepted <= 11, `${classes} ${JSON.stringify(text)}: ${(samples / accepted).toFixed(1)} steps`);
+      checked++;
+    }
+    assert.ok(checked >= 30, `${checked} shapes`);
   });
 
   it('values without any symbol are their own pseudonym', () => {
