@@ -6,5 +6,7 @@ import { serveCommand } from './commands/serve.ts';
 import { protectCommand } from './commands/protect.ts';
 import { validateCommand } from './commands/validate.ts';
 import { hashSecretCommand } from './commands/hash-secret.ts';
+import { injectCommand } from './commands/inject.ts';
+import { webhookCommand } from './commands/webhook.ts';
 
-export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand];
+export const COMMANDS: readonly Command[] = [serveCommand, protectCommand, validateCommand, hashSecretCommand, injectCommand, webhookCommand];
