@@ -25,9 +25,10 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const httpOn = config.http.enabled !== false;
   const grpcOn = config.grpc.enabled !== false;
   logger.info({ config: config.file, dataDir: config.dataDir }, 'starting');
-  const { engine } = buildEngine(config, logger, {
+  const { engine, keyring } = buildEngine(config, logger, {
     onKeyringCreated: (path) => logger.warn({ path }, 'generated a development keyring (for development only; see docs/keys.md)'),
   });
+  for (const warning of keyring.retiredNowWarnings(new Date())) logger.warn(warning);
   const refs = checkConfigReferences(config, engine);
   if (refs.length > 0) throw new ConfigError(refs);
   // Metrics are served on the HTTP listener only; without it nothing would ever read them.

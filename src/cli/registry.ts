@@ -7,6 +7,8 @@ import { protectCommand } from './commands/protect.ts';
 import { validateCommand } from './commands/validate.ts';
 import { hashSecretCommand } from './commands/hash-secret.ts';
 import { probeCommand } from './commands/probe.ts';
+import { injectCommand } from './commands/inject.ts';
+import { webhookCommand } from './commands/webhook.ts';
 
 export const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -14,4 +16,6 @@ export const COMMANDS: readonly Command[] = [
   validateCommand,
   hashSecretCommand,
   probeCommand,
+  injectCommand,
+  webhookCommand,
 ];
