@@ -21,6 +21,7 @@ import type {
   LoggingConfig,
   ProxyConfig,
   ProxyRoute,
+  PseudonymScopeConfig,
   ReverseListener,
   RouteMatch,
   RoutePhase,
@@ -30,6 +31,8 @@ import type {
 } from './types.ts';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
+/** The data directory's name beside the config file when DPG_DATA_DIR is not set. */
+export const DEFAULT_DATA_DIR_NAME = '.dpg';
 const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging'] as const;
 const MiB = 1024 * 1024;
 const SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
@@ -78,7 +81,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     return addr;
   };
 
-  const dataDir = resolve(cwd, env.DPG_DATA_DIR || '.dpg');
+  const dataDir = env.DPG_DATA_DIR ? resolve(cwd, env.DPG_DATA_DIR) : resolve(base, DEFAULT_DATA_DIR_NAME);
   const http = r.http(sec('http'), envAddr('DPG_HTTP_ADDR'));
   const grpc = r.grpc(sec('grpc'), envAddr('DPG_GRPC_ADDR'));
   const identity = r.identity(sec('identity'), dataDir);
@@ -148,8 +151,9 @@ class SectionReader {
   }
 
   http(v: YamlValue | undefined, envListen: ListenAddress | undefined): HttpConfig {
-    const f = v?.fields(['listen', 'maxBodyBytes', 'maxFileBytes', 'requireTokenForFileProtect', 'shutdownGraceMs'] as const);
+    const f = v?.fields(['enabled', 'listen', 'maxBodyBytes', 'maxFileBytes', 'requireTokenForFileProtect', 'shutdownGraceMs'] as const);
     return {
+      enabled: f ? this.bool(f.enabled, true) : true,
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:8080') : parseListenAddress('127.0.0.1:8080')!),
       maxBodyBytes: f ? this.int(f.maxBodyBytes, 10 * MiB, 1) : 10 * MiB,
       maxFileBytes: f ? this.int(f.maxFileBytes, 2048 * MiB, 1) : 2048 * MiB,
@@ -159,7 +163,7 @@ class SectionReader {
   }
 
   grpc(v: YamlValue | undefined, envListen: ListenAddress | undefined): GrpcConfig {
-    const f = v?.fields(['listen', 'maxMessageBytes', 'tls'] as const);
+    const f = v?.fields(['enabled', 'listen', 'maxMessageBytes', 'tls'] as const);
     let tls: TlsFiles | undefined;
     if (f?.tls.present) {
       const t = f.tls.fields(['cert', 'key', 'ca'] as const);
@@ -169,6 +173,7 @@ class SectionReader {
       if (cert && key) tls = { cert, key, ...(ca ? { ca } : {}) };
     }
     return {
+      enabled: f ? this.bool(f.enabled, true) : true,
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:9090') : parseListenAddress('127.0.0.1:9090')!),
       maxMessageBytes: f ? this.int(f.maxMessageBytes, 64 * MiB, 1024) : 64 * MiB,
       ...(tls ? { tls } : {}),
@@ -199,7 +204,7 @@ class SectionReader {
     if (f?.clients.present) {
       const ids = new Set<string>();
       for (const item of f.clients.items()) {
-        const c = item.fields(['id', 'secretHash', 'scopes', 'manifests'] as const);
+        const c = item.fields(['id', 'secretHash', 'scopes', 'manifests', 'pseudonymScope'] as const);
         const id = c.id.present ? c.id.string() : c.id.problem('is required');
         if (id && ids.has(id)) c.id.problem('is used by another client');
         if (id) ids.add(id);
@@ -213,7 +218,8 @@ class SectionReader {
             else if (text !== undefined) scopes.push(text as Scope);
           }
         const manifests = c.manifests.present ? c.manifests.items().map((m) => m.string()).filter((m): m is string => !!m) : undefined;
-        if (id && secretHash) clients.push({ id, secretHash, scopes, ...(manifests ? { manifests } : {}) });
+        const pseudonymScope = c.pseudonymScope.present ? this.pseudonymScope(c.pseudonymScope) : undefined;
+        if (id && secretHash) clients.push({ id, secretHash, scopes, ...(manifests ? { manifests } : {}), ...(pseudonymScope ? { pseudonymScope } : {}) });
       }
     }
     const signingKeyDir = f?.signingKeyDir.present ? f.signingKeyDir.string() : undefined;
@@ -226,6 +232,23 @@ class SectionReader {
       ...(f?.trustedJwksUrl.present ? { trustedJwksUrl: this.jwksUrl(f.trustedJwksUrl) } : {}),
       apiKeys,
       clients,
+    };
+  }
+
+  /** A client's pseudonym scope values: id lists (0 = none given) or "*", and organizationWide. */
+  private pseudonymScope(v: YamlValue): PseudonymScopeConfig {
+    const f = v.fields(['thirdPartyIds', 'dataUsageIds', 'organizationWide'] as const);
+    const ids = (x: YamlValue): readonly number[] | '*' => {
+      if (!x.present) return [0];
+      if (x.scalarValue() === '*') return '*';
+      if (!x.isSeq()) return x.problem('must be a list of ids (0 = none given) or "*"') ?? [0];
+      const list = x.items().map((i) => i.number({ integer: true, min: 0, max: 2147483647 }));
+      return list.every((n) => n !== undefined) ? (list as number[]) : [0];
+    };
+    return {
+      thirdPartyIds: ids(f.thirdPartyIds),
+      dataUsageIds: ids(f.dataUsageIds),
+      organizationWide: this.bool(f.organizationWide, false),
     };
   }
 

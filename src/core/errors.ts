@@ -45,6 +45,8 @@ export const errorCatalogue = {
     title: 'Values could not be protected',
   },
   INTERNAL: { status: 500, grpc: GrpcStatus.INTERNAL, title: 'Internal error' },
+  /** The key version active now is marked retired: new data needs a newer version (docs/keys.md). */
+  KEY_RETIRED: { status: 503, grpc: GrpcStatus.UNAVAILABLE, title: 'Key version retired' },
   // Transport-level codes: the HTTP router and the egress proxy, never the engine.
   ROUTE_NOT_FOUND: { status: 404, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Method not allowed' },
@@ -127,6 +129,18 @@ export class ConfigError extends Error {
 export function formatConfigProblem(p: ConfigProblem): string {
   const where = p.line === undefined ? p.file : `${p.file}:${p.line}${p.column === undefined ? '' : `:${p.column}`}`;
   return `${where}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
+}
+
+/**
+ * Why the gateway could not start (an address in use, a file it cannot read, refused demo
+ * credentials). Our own message, naming the cause and never a secret: `dpg serve` prints it and
+ * exits non-zero instead of a bare INTERNAL.
+ */
+export class StartupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
 }
 
 /** The RFC 9457 `type` URI of a catalogue code (documented in docs/http-api.md). */

@@ -2,8 +2,8 @@
 // and the guard against demo credentials in production.
 
 import type { Logger } from '../core/logger.ts';
-import { DpgError } from '../core/errors.ts';
-import type { JobType } from '../core/types.ts';
+import { DpgError, StartupError } from '../core/errors.ts';
+import type { JobSpec, JobType } from '../core/types.ts';
 import type { IdentityConfig, Scope } from '../config/types.ts';
 import type { Identity, Principal } from './types.ts';
 import { SigningKeyStore, type SigningAlgorithm } from './signing-keys.ts';
@@ -11,6 +11,7 @@ import { TokenIssuer } from './token-issuer.ts';
 import { TokenVerifier } from './token-verifier.ts';
 import { verifySecret } from './secret-hash.ts';
 import { SecretCheckGate, type SecretCheckLimits } from './secret-check-gate.ts';
+import { checkPseudonymScope } from './pseudonym-scope.ts';
 
 /** The demo credentials of the default config (DESIGN §3); never acceptable in production. */
 export const DEMO_API_KEY = 'demo-api-key';
@@ -42,7 +43,7 @@ export async function createIdentity(config: IdentityConfig, options: IdentityOp
   const demoCredentialsActive = await usesDemoCredentials(config);
   if (demoCredentialsActive) {
     if (options.nodeEnv === 'production') {
-      throw new Error(
+      throw new StartupError(
         'Refusing to start: the demo credentials of the default config are configured and NODE_ENV is production. ' +
           'Replace identity.apiKeys and identity.clients with your own hashed secrets (see docs/identity.md).',
       );
@@ -73,14 +74,15 @@ export async function createIdentity(config: IdentityConfig, options: IdentityOp
     issueToken: (request) => issuer.issue(request),
     verify: (token) => verifier.verify(token),
     jwks: () => ({ keys: keys.retained().map((k) => ({ ...k.publicJwk })) }),
-    authorize(principal: Principal, jobType: JobType, manifestName: string): void {
-      const needed = scopeFor(jobType);
+    authorize(principal: Principal, job: JobSpec): void {
+      const needed = scopeFor(job.jobType);
       if (!principal.scopes.has(needed)) {
-        throw new DpgError('FORBIDDEN', `The token lacks the '${needed}' scope required for ${jobType}`);
+        throw new DpgError('FORBIDDEN', `The token lacks the '${needed}' scope required for ${job.jobType}`);
       }
-      if (principal.manifests !== undefined && !principal.manifests.has(manifestName)) {
+      if (principal.manifests !== undefined && !principal.manifests.has(job.manifestName)) {
         throw new DpgError('FORBIDDEN', 'The client is not allowed to use this manifest');
       }
+      checkPseudonymScope(principal.pseudonymScope, job.context);
     },
     async close(): Promise<void> {
       // Nothing to release: keys live in memory and files, and no timers run.
@@ -104,8 +106,24 @@ function isDemoSecret(secret: string, hash: string): Promise<boolean> {
   return check;
 }
 
-/** Checks the configured hashes against the published demo secrets (a few scrypt runs at start). */
+/**
+ * The hashes of the demo secrets exactly as config/gateway.yaml ships them: recognised by string,
+ * so starting the default config runs no scrypt at all (each check costs ~100 ms and 32 MiB).
+ * A test keeps this list and the shipped config in step.
+ */
+export const SHIPPED_DEMO_HASHES: ReadonlySet<string> = new Set([
+  'scrypt$32768$8$1$mztrqBNYSmUHB5jYMqQcpA$4wt6ZNTHh-3TalgwH2kTuP66vLDH8dD_EIO0LTpONVU',
+  'scrypt$32768$8$1$y7DdrGKCwv1FRSlc4jRSHw$QViw4LHtH1b6_eZMXEE7bq32V8wfW79VTdXjtsKjzRY',
+  'scrypt$32768$8$1$dYdef9HLNkJQcRIa5kZLeQ$Scb_Wj0DJLzLljuSKzjmKqdLS6JMYYb5obetHQRQszY',
+]);
+
+/**
+ * Checks the configured hashes against the published demo secrets: the shipped demo hashes by
+ * string, any other hash with scrypt (a re-hashed demo secret is caught too).
+ */
 async function usesDemoCredentials(config: IdentityConfig): Promise<boolean> {
+  const stored = [...config.apiKeys.map((k) => k.hash), ...config.clients.map((c) => c.secretHash)];
+  if (stored.some((h) => SHIPPED_DEMO_HASHES.has(h))) return true;
   const checks: Promise<boolean>[] = [];
   for (const key of config.apiKeys) checks.push(isDemoSecret(DEMO_API_KEY, key.hash));
   for (const client of config.clients) {

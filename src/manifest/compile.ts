@@ -2,6 +2,7 @@
 // field, conditions turned into predicates, selectors into lookups. Nothing here runs per value.
 
 import { FORWARD_JOB_TYPES, REVERSE_OF, type ForwardJobType, type JobType, type RequestContext } from '../core/types.ts';
+import type { ConfigProblem } from '../core/errors.ts';
 import type { CompiledTechnique, Technique } from '../techniques/technique.ts';
 import type { ConditionDef, FieldDef, ManifestDef, RuleDef } from './definition.ts';
 import { PathMatcher, normalizeName } from './selectors.ts';
@@ -16,7 +17,10 @@ export interface CompiledRule {
 }
 
 export interface CompiledField {
-  /** Stable id mixed into key derivation: `name:<normalised first name>` or `path:<path>`. */
+  /**
+   * Stable id mixed into key derivation: `name:<normalised keyName>`, else (compatibility)
+   * `name:<normalised first name>` or `path:<path>`.
+   */
   readonly id: string;
   readonly selectorText: string;
   /** Per forward job type, overrides first, the unconditional rule last. */
@@ -34,6 +38,8 @@ export interface CompiledManifest {
   readonly byPath: PathMatcher<CompiledField>;
   /** Job types this manifest can run, reverse ones included. */
   readonly jobTypes: ReadonlySet<JobType>;
+  /** Job-type gaps found at load (warnings; a strict manifest refuses to load instead). */
+  readonly warnings: readonly ConfigProblem[];
   explain(): string[];
 }
 
@@ -64,14 +70,18 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
     byName,
     byPath,
     jobTypes,
+    warnings: def.warnings ?? [],
     explain: () => explainManifest(manifest),
   };
   return Object.freeze(manifest);
 }
 
 function compileField(manifest: string, def: FieldDef): CompiledField {
-  const id = def.selector.kind === 'name' ? `name:${normalizeName(def.selector.names[0]!)}` : `path:${def.selector.path}`;
-  const selectorText = def.selector.kind === 'name' ? `match ${def.selector.names.join(', ')}` : `path ${def.selector.path}`;
+  const implicitId = def.selector.kind === 'name' ? `name:${normalizeName(def.selector.names[0]!)}` : `path:${def.selector.path}`;
+  const id = def.keyName !== undefined ? `name:${normalizeName(def.keyName)}` : implicitId;
+  const selectorText =
+    (def.selector.kind === 'name' ? `match ${def.selector.names.join(', ')}` : `path ${def.selector.path}`) +
+    (def.keyName !== undefined ? ` (keyName ${def.keyName})` : '');
   const env = { manifest, field: id };
   const compileRule = (rule: RuleDef, when: Condition | undefined): CompiledRule => ({
     when,
@@ -107,13 +117,14 @@ export function compileCondition(c: ConditionDef): Condition {
     const want = c.crossBorder;
     tests.push((ctx) => isCrossBorder(ctx) === want);
   }
+  // An id of 0 is "not given" (as in gRPC): a condition listing 0 matches requests without one.
   if (c.thirdPartyId) {
     const set = new Set(c.thirdPartyId);
-    tests.push((ctx) => ctx.thirdPartyId !== undefined && set.has(ctx.thirdPartyId));
+    tests.push((ctx) => set.has(ctx.thirdPartyId ?? 0));
   }
   if (c.dataUsageId) {
     const set = new Set(c.dataUsageId);
-    tests.push((ctx) => ctx.dataUsageId !== undefined && set.has(ctx.dataUsageId));
+    tests.push((ctx) => set.has(ctx.dataUsageId ?? 0));
   }
   if (c.claims) {
     for (const [name, values] of Object.entries(c.claims)) {

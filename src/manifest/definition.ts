@@ -1,6 +1,7 @@
 // The manifest as written (data only): what docs/manifests.md describes and `dpg validate` checks.
 // compile.ts turns it into the immutable plan that runs.
 
+import type { ConfigProblem } from '../core/errors.ts';
 import type { ForwardJobType } from '../core/types.ts';
 import type { Technique } from '../techniques/technique.ts';
 
@@ -42,6 +43,11 @@ export interface FieldDef {
   /** Checked in order; the first whose condition holds replaces the rules it names. */
   readonly when: readonly OverrideDef[];
   readonly line?: number;
+  /**
+   * The field's key identity (keys and pseudonyms derive from it), compared like field names.
+   * Absent: the first name of `match` (or the `path`), as before `keyName` existed.
+   */
+  readonly keyName?: string;
 }
 
 export interface ManifestDef {
@@ -52,4 +58,6 @@ export interface ManifestDef {
   readonly fields: readonly FieldDef[];
   /** Source file, for messages. */
   readonly file: string;
+  /** Problems that do not stop loading (job-type gaps when not strict). */
+  readonly warnings?: readonly ConfigProblem[];
 }

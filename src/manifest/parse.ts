@@ -9,7 +9,7 @@ import { TechniqueOptionError } from '../techniques/technique.ts';
 import type { ConditionDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
 
 const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields'] as const;
-const FIELD_KEYS = ['match', 'path', 'when', ...FORWARD_JOB_TYPES] as const;
+const FIELD_KEYS = ['match', 'path', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
 const OVERRIDE_KEYS = ['if', ...FORWARD_JOB_TYPES] as const;
 const CONDITION_KEYS = ['countryCode', 'dataOwningCountryCode', 'crossBorder', 'thirdPartyId', 'dataUsageId', 'claims'] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -53,7 +53,7 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
   }
   checkDuplicateSelectors(fields, root);
   if (sink.problems.length > 0 || name === undefined) return { problems: sink.problems };
-  return { manifest: { name, description, keyId, fields, file }, problems: [] };
+  return { manifest: { name, description, keyId, fields, file, warnings: implicitKeyNameWarnings(fields, file) }, problems: [] };
 }
 
 function parseField(v: YamlValue): FieldDef | undefined {
@@ -96,8 +96,32 @@ function parseField(v: YamlValue): FieldDef | undefined {
     // Reverse job types are not written: they run the forward rules backwards.
     if (v.entries().some(([k]) => k === rev)) v.problem(`${rev} is derived from ${REVERSE_OF[rev as keyof typeof REVERSE_OF]} rules`);
   }
+  let keyName: string | undefined;
+  if (f.keyName.present) {
+    keyName = f.keyName.string();
+    if (keyName !== undefined && !NAME.test(keyName)) {
+      keyName = f.keyName.problem('must be 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
+    }
+  }
   if (!selector) return undefined;
-  return { selector, rules, when, line: v.line };
+  return { selector, rules, when, line: v.line, ...(keyName === undefined ? {} : { keyName }) };
+}
+
+/**
+ * A field matched by several names whose keys still come from the first of them: reordering the
+ * list would silently change every pseudonym and hash of the field. `keyName` pins it.
+ */
+function implicitKeyNameWarnings(fields: readonly FieldDef[], file: string): ConfigProblem[] {
+  const warnings: ConfigProblem[] = [];
+  for (const field of fields) {
+    if (field.keyName !== undefined || field.selector.kind !== 'name' || field.selector.names.length < 2) continue;
+    warnings.push({
+      file,
+      ...(field.line === undefined ? {} : { line: field.line }),
+      message: `field ${field.selector.names.join(', ')}: its keys derive from the first name (${field.selector.names[0]}); add keyName: ${field.selector.names[0]} so reordering the names cannot change its pseudonyms`,
+    });
+  }
+  return warnings;
 }
 
 function parseRules(f: Partial<Record<string, YamlValue>>): RuleSet {

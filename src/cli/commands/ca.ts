@@ -2,14 +2,13 @@
 // truststore.p12) from the CA `dpg serve` uses with the same config and DPG_DATA_DIR.
 
 import { ConfigError } from '../../core/errors.ts';
-import { parseFlags, UsageError, type Command } from '../command.ts';
+import { parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
 
 const options = {
   out: { type: 'string', short: 'o', value: 'DIR', help: 'directory to write ca.crt, bundle.pem and truststore.p12 into (created if needed)' },
   config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config (default DPG_CONFIG, else config/gateway.yaml)' },
   owner: { type: 'string', value: 'UID[:GID]', help: 'when the CA is generated now (running as root), give its files to this user (the gateway)' },
-  help: { type: 'boolean', short: 'h', help: 'show this help' },
-} as const;
+} satisfies FlagSpec;
 
 const USAGE = `dpg ca bundle --out DIR [--config FILE] [--owner UID[:GID]]
     Writes the gateway CA (ca.crt), the system roots plus the CA (bundle.pem) and a PKCS#12 Java
@@ -27,12 +26,10 @@ export const caCommand: Command = {
   name: 'ca',
   summary: 'write the gateway CA, a roots+CA bundle and a Java truststore for apps (dpg ca bundle)',
   usage: USAGE,
+  options,
+  details: DETAILS,
   async run(args, io) {
     const { values: v, positionals } = parseFlags(args, options);
-    if (v.help) {
-      io.stdout.write(`${USAGE}\n\n${Object.entries(options).map(([n, o]) => `  --${n}${o.type === 'string' ? ` ${o.value}` : ''}  ${o.help}`).join('\n')}\n\n${DETAILS}\n`);
-      return 0;
-    }
     if (positionals[0] !== 'bundle' || positionals.length !== 1) throw new UsageError('usage: dpg ca bundle --out DIR [--config FILE]');
     const out = v.out as string | undefined;
     if (!out) throw new UsageError('--out DIR is required');

@@ -3,7 +3,7 @@
 // in src/capture/; this module parses flags and reads the config for the default ports.
 
 import { ConfigError } from '../../core/errors.ts';
-import { parseFlags, UsageError, type Command } from '../command.ts';
+import { parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
 
 const options = {
   'proxy-uid': { type: 'string', value: 'UID', help: "the gateway's UID, exempt from capture (default 10001; never 0)" },
@@ -16,8 +16,7 @@ const options = {
   config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config for the default ports (default DPG_CONFIG when set)' },
   'dry-run': { type: 'boolean', help: 'print the rules and commands, change nothing' },
   remove: { type: 'boolean', help: 'remove every rule and chain capture installed' },
-  help: { type: 'boolean', short: 'h', help: 'show this help' },
-} as const;
+} satisfies FlagSpec;
 
 const USAGE = `dpg capture [--proxy-uid 10001] [--app-uid UID] [--redirect-port 15006] [--include-ports 80,443|*]
             [--exclude-ports LIST] [--exclude-cidrs LIST] [--backend nft|legacy] [--config FILE]
@@ -49,12 +48,10 @@ export const captureCommand: Command = {
   name: 'capture',
   summary: "redirect this network namespace's outbound TCP to the transparent listener (iptables)",
   usage: USAGE,
+  options,
+  details: DETAILS,
   async run(args, io) {
     const { values: v } = parseFlags(args, options);
-    if (v.help) {
-      io.stdout.write(`${USAGE}\n\n${Object.entries(options).map(([n, o]) => `  --${n}${o.type === 'string' ? ` ${o.value}` : ''}  ${o.help}`).join('\n')}\n\n${DETAILS}\n`);
-      return 0;
-    }
     if (v['dry-run'] && v.remove) throw new UsageError('--dry-run and --remove cannot be combined');
     const backend = (v.backend as string | undefined) ?? 'nft';
     if (backend !== 'nft' && backend !== 'legacy') throw new UsageError('--backend must be nft or legacy');
