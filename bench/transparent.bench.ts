@@ -207,7 +207,8 @@ async function main(): Promise<void> {
     for (const name of ['dpg transparent, unrouted port', 'dpg transparent, routed port, other Host']) {
       if (nginx === undefined || !result(name)) continue;
       const ratio = added(name) / Math.max(0.001, nginx);
-      console.log(`goal: ${name} adds p99 <= 2x nginx stream's: +${added(name).toFixed(3)} ms vs +${nginx.toFixed(3)} ms (x${ratio.toFixed(2)}) ${ratio <= 2 ? 'MET' : 'NOT MET'}`);
+      const verdict = ratio <= 2 ? 'MET' : nginx < 0.05 ? "NOT MET (nginx's added p99 is within noise: no ratio to meet)" : 'NOT MET';
+      console.log(`goal: ${name} adds p99 <= 2x nginx stream's: +${added(name).toFixed(3)} ms vs +${nginx.toFixed(3)} ms (x${ratio.toFixed(2)}) ${verdict}`);
     }
     if (result('dpg transparent + Mask (routed)')) {
       const mask = added('dpg transparent + Mask (routed)');
