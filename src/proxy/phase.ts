@@ -172,15 +172,16 @@ function resolvePairName(name: string, prepared: PreparedJob, selected: (name: s
     return selected(name) ? prepared.resolver.resolve(name, name) : undefined;
   }
   if (!selected(name) && !segments.some(selected)) return undefined;
+  // Detection by content (byContent) stands in only when no segment has a rule of its own.
   const direct = prepared.resolver.resolve(name, name);
-  if (direct !== undefined) return direct;
+  if (direct !== undefined && direct.byContent !== true) return direct;
   for (let end = segments.length; end > 0; end--) {
     const segment = segments[end - 1];
     if (NUMERIC.test(segment)) continue; // an index names no field
     const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
-    if (action !== undefined) return action;
+    if (action !== undefined && action.byContent !== true) return action;
   }
-  return undefined;
+  return direct;
 }
 
 const NUMERIC = /^\d+$/;
