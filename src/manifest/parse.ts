@@ -73,7 +73,7 @@ function parseDetect(v: YamlValue): DetectDef | undefined {
   let inText = true;
   if (v.isMap()) {
     const d = v.fields(DETECT_KEYS);
-    if (!d.kinds.present) return d.kinds.problem('is required: the kinds to detect');
+    if (!d.kinds.present) return v.problem('needs `kinds`: the kinds to detect');
     kindsValue = d.kinds;
     if (d.inText.present) inText = d.inText.boolean() ?? true;
   } else if (!v.isSeq()) return v.problem(`must be a list of kinds (${DETECT_KINDS.join(', ')}) or a mapping with \`kinds\``);

@@ -47,7 +47,7 @@ describe('manifest detect: and kind:', () => {
       '8: kind card is given to two fields (first at line 4)',
     ]);
     assert.deepEqual(problems(`name: m\ndetect: [card, card]\nfields:\n${CARD_FIELD}`), ['2: card is listed twice']);
-    assert.deepEqual(problems('name: m\ndetect: {}\nfields:\n  - match: a\n    Mask: {}\n'), ['2: is required: the kinds to detect']);
+    assert.deepEqual(problems('name: m\ndetect: {}\nfields:\n  - match: a\n    Mask: {}\n'), ['2: needs `kinds`: the kinds to detect']);
   });
 
   it('a field needs match, path or kind', () => {
