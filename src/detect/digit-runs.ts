@@ -100,13 +100,13 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
     let bracketed = false;
     let next = end;
     if (openBracket) {
-      if (text.charCodeAt(end) !== 41 /* ) */) {
-        // An unclosed bracket: the group stands alone, the run ends before it.
-        if (run.count === 0) run.push(at, end, sep, false);
-        break;
-      }
-      bracketed = true;
-      next = end + 1;
+      if (text.charCodeAt(end) === 41 /* ) */) {
+        bracketed = true;
+        next = end + 1;
+      } else if (run.count === 0) {
+        // `(4111 1111 …`: an opening bracket never closed is punctuation before the run.
+        run.textStart = at;
+      } else break;
     }
     run.push(at, end, sep, bracketed);
     openBracket = false;
@@ -167,8 +167,9 @@ function skipWordRun(text: string, i: number): number {
 function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[]): void {
   const count = run.count;
   for (let a = 0; a < count; ) {
-    // A value starting inside the run must follow a space, dash or bracket, not a dot.
-    if (a > 0 && run.sep[a] === DOT) {
+    // A value starting inside the run must follow a space or a bracket: after a dash or a dot it
+    // is the tail of something else (`4341-0066 9014-9015`, `3.14159…`).
+    if (a > 0 && (run.sep[a] === DOT || run.sep[a] === DASH)) {
       a++;
       continue;
     }
@@ -195,8 +196,10 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[]): void
       a++;
       continue;
     }
-    const start = a === 0 ? run.textStart : run.bracketed[a] ? run.start[a] - 1 : run.start[a];
-    const end = run.bracketed[found.b] ? run.end[found.b] + 1 : run.end[found.b];
+    // Brackets belong to a value of several groups (`(415) 555-0132`), not to one group in brackets.
+    const b = found.b;
+    const start = a === 0 && run.plus ? run.textStart : run.bracketed[a] && b > a ? run.start[a] - 1 : run.start[a];
+    const end = run.bracketed[b] && b > a ? run.end[b] + 1 : run.end[b];
     out.push({ start, end, kind: found.kind });
     a = found.b + 1;
   }
@@ -241,7 +244,7 @@ function groupSizes(a: number, b: number): number[] {
 }
 
 function isCard(a: number, b: number, digits: string): boolean {
-  if (digits.length > CARD_MAX_DIGITS || (a === 0 && run.plus) || hasBracket(a, b)) return false;
+  if (digits.length > CARD_MAX_DIGITS || (a === 0 && run.plus) || (b > a && hasBracket(a, b))) return false;
   const sep = commonSeparator(a, b);
   if (sep !== 0 && sep !== SPACE && sep !== DASH) return false;
   return isCardGrouping(groupSizes(a, b)) && isCardDigits(digits);

@@ -15,7 +15,9 @@ const LAYOUTS: ReadonlyMap<string, CountryLayout> = (() => {
   const out = new Map<string, CountryLayout>();
   for (const [country, spec] of Object.entries(getCountrySpecifications())) {
     if (spec.chars === null || spec.chars < 5 || spec.chars > 34) continue;
-    out.set(country, { length: spec.chars, bban: spec.bban_regexp ? new RegExp(spec.bban_regexp) : undefined });
+    // Some of the registry's patterns are not anchored: the whole BBAN must match.
+    const bban = spec.bban_regexp ? new RegExp(`^(?:${spec.bban_regexp.replace(/^\^/, '').replace(/\$$/, '')})$`) : undefined;
+    out.set(country, { length: spec.chars, bban });
   }
   return out;
 })();
@@ -31,6 +33,11 @@ function ibanMod97(compact: string): number {
     rest = c >= 65 ? (rest * 100 + (c - 55)) % 97 : (rest * 10 + (c - 48)) % 97;
   }
   return rest;
+}
+
+/** Countries of the IBAN registry with their BBAN patterns (for test corpora). */
+export function ibanCountries(): ReadonlyMap<string, { readonly length: number; readonly bban: string | undefined }> {
+  return new Map([...LAYOUTS].map(([c, l]) => [c, { length: l.length, bban: l.bban?.source }]));
 }
 
 /** A compact upper-case IBAN that passes the registry layout and the mod-97 check. */
