@@ -23,6 +23,11 @@ export function buildEngine(config: GatewayConfig, logger?: Logger): { engine: P
     limits: config.limits,
     ...(logger ? { logger } : {}),
   });
+  // Job-type gaps do not stop a gateway (unless the manifest is strict): say them once at start.
+  for (const name of engine.manifestNames()) {
+    const warnings = engine.manifest(name)!.warnings;
+    if (warnings.length > 0) logger?.warn({ manifest: name, gaps: warnings.map((w) => `${w.line ?? '?'}: ${w.message}`) }, 'manifest leaves fields in clear for some job types');
+  }
   return { engine, keyring };
 }
 
