@@ -143,7 +143,8 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
     run.count--;
     if (run.count === 0) return resume;
   }
-  if (run.count === 1 && run.end[0] - run.start[0] < 12 && !run.plus) return resume;
+  // Too few digits for any kind (an IPv4 address has four groups, everything else 9+ digits).
+  if (!run.plus && run.count < 4 && run.end[run.count - 1] - run.start[0] < 9) return resume;
   classifyRun(text, kinds, out);
   return resume;
 }
