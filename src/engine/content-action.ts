@@ -26,6 +26,13 @@ export interface BoundKind {
 
 export type ContentMode = 'forward' | 'pseudonymise' | 'reconstruct' | 'decrypt';
 
+/** A place in a text to reverse: a detected pseudonym, or an `enc:v1:` token (kind unknown). */
+interface ReversePiece {
+  readonly start: number;
+  readonly end: number;
+  readonly kind: DetectKind | 'token';
+}
+
 /** FPE walks this far at most; an FPE rule whose outputs are never the kind fails the value. */
 const MAX_WALK = 1000;
 const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
@@ -42,7 +49,7 @@ export class ContentFieldAction implements FieldAction {
     private readonly kinds: ReadonlyMap<DetectKind, BoundKind>,
     private readonly mode: ContentMode,
   ) {
-    this.anyRemoves = mode === 'forward' && [...kinds.values()].some((k) => k.removes);
+    this.anyRemoves = (mode === 'forward' || mode === 'pseudonymise') && [...kinds.values()].some((k) => k.removes);
   }
 
   removes(value: unknown): boolean {
@@ -94,7 +101,7 @@ export class ContentFieldAction implements FieldAction {
     const first = spans[0];
     if (spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
     if (!this.inText) return text;
-    return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end)), span.kind));
+    return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end))));
   }
 
   /**
@@ -102,15 +109,13 @@ export class ContentFieldAction implements FieldAction {
    * by the kind whose key authenticates them; Reconstruct also reverses the detected pseudonyms.
    */
   private reverseText(text: string): Scalar {
-    const tokens = text.includes(TOKEN_PREFIX) ? findTokens(text) : [];
-    let spans: DetectedSpan[] = tokens.map(([start, end]) => ({ start, end, kind: 'card' as DetectKind, token: true }) as DetectedSpan);
-    if (this.mode === 'reconstruct') spans = merge(spans, this.scanner.scan(text));
-    if (spans.length === 0) return text;
-    const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === text.length;
-    const open = (span: DetectedSpan, piece: string): Scalar => (isToken(span) ? this.openToken(piece) : this.one(span.kind, piece));
-    if (whole) return open(spans[0], text);
+    const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
+    const pieces = this.mode === 'reconstruct' ? merge(tokens, this.scanner.scan(text)) : tokens;
+    if (pieces.length === 0) return text;
+    const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
+    if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
     if (!this.inText) return text;
-    return this.splice(text, spans, (span) => this.asText(open(span, text.slice(span.start, span.end)), span.kind));
+    return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
   /** Applies the kind's rule to one detected value (a whole value or a span). */
@@ -164,11 +169,12 @@ export class ContentFieldAction implements FieldAction {
     throw new DetectedFailure('token', reason);
   }
 
-  private asText(value: Scalar, _kind: string): string {
+  /** A technique's result written into text: null (nullify) leaves the restricted text or nothing. */
+  private asText(value: Scalar): string {
     return value === null ? this.run.standIn : typeof value === 'string' ? value : String(value);
   }
 
-  private splice(text: string, spans: readonly DetectedSpan[], replace: (span: DetectedSpan) => string): string {
+  private splice<P extends ReversePiece>(text: string, spans: readonly P[], replace: (span: P) => string): string {
     // Each span is protected on its own (the walk tests the pseudonym alone), so order is free.
     let out = '';
     let at = 0;
@@ -189,14 +195,10 @@ class DetectedFailure extends Error {
   }
 }
 
-function isToken(span: DetectedSpan): boolean {
-  return (span as { token?: boolean }).token === true;
-}
-
 /** Tokens and detected spans in order; a detected span inside a token is part of the token. */
-function merge(tokens: DetectedSpan[], spans: readonly DetectedSpan[]): DetectedSpan[] {
+function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]): ReversePiece[] {
   if (tokens.length === 0) return spans.slice();
-  const out: DetectedSpan[] = [];
+  const out: ReversePiece[] = [];
   let t = 0;
   for (const span of spans) {
     while (t < tokens.length && tokens[t].end <= span.start) out.push(tokens[t++]);

@@ -149,6 +149,14 @@ describe('detection: reversal and failures', () => {
     assert.deepEqual(doc('Decrypt', tampered, 'JSON', { silentMode: true, useRestrictedText: true, restrictedText: '[x]' }), { notes: '[x]' });
   });
 
+  it('a kind whose rule removes the field (ssn across borders) removes a whole value and cuts a span', () => {
+    const out = doc('Pseudonymise', { other: '123-45-6789', notes: 'ssn 123-45-6789 on file' }, 'JSON', { countryCode: 'US', dataOwningCountryCode: 'DE' });
+    assert.deepEqual(out, { notes: 'ssn  on file' });
+    const same = doc('Pseudonymise', { other: '123-45-6789' }, 'JSON', { countryCode: 'DE', dataOwningCountryCode: 'DE' }) as Record<string, string>;
+    assert.match(same.other, /^\d{3}-\d{2}-\d{4}$/);
+    assert.notEqual(same.other, '123-45-6789');
+  });
+
   it('detection counts in the summary; a manifest without detect: leaves unclaimed fields alone', () => {
     const r = engine.protectDocument(job('customer', 'Mask'), { notes: NOTES });
     assert.equal(r.summary.protected, 2);
