@@ -3,7 +3,7 @@
 // consecutive groups that one kind accepts is taken, in the order card, ssn, phone, ipAddress.
 // Groups join over one space, `-`, `.`, or a bracket around a group; anything else ends the run.
 
-import { CARD_MAX_DIGITS, isCardDigits, isCardGrouping } from './card.ts';
+import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, isCardDigits, isCardGrouping } from './card.ts';
 import { CLASS, DIGIT, WORD, classAt } from './chars.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 import { E164_MAX_DIGITS, E164_MIN_DIGITS, hasCountryCode, isNanpDigits } from './phone.ts';
@@ -185,7 +185,10 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[]): void
     for (let k = 0; k < KIND_ORDER.length && found === undefined; k++) {
       const kind = KIND_ORDER[k];
       if (!wanted(kinds, kind)) continue;
+      const [minDigits, maxDigits, groups] = SHAPE[kind];
       for (let b = a + candidates.length - 1; b >= a; b--) {
+        const length = candidates[b - a].length;
+        if (length < minDigits || length > maxDigits || (groups !== 0 && b - a + 1 !== groups)) continue;
         if (b + 1 < count && run.sep[b + 1] === DOT && kind !== 'ipAddress') continue; // ends before a dot: a decimal
         if (accepts(kind, text, a, b, candidates[b - a])) {
           found = { b, kind };
@@ -207,6 +210,14 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[]): void
 }
 
 const KIND_ORDER: readonly DetectKind[] = ['card', 'ssn', 'phone', 'ipAddress'];
+
+/** Per kind: fewest and most digits, and the number of groups (0: any), checked before the rules. */
+const SHAPE: Readonly<Record<string, readonly [number, number, number]>> = {
+  card: [CARD_MIN_DIGITS, CARD_MAX_DIGITS, 0],
+  ssn: [9, 9, 3],
+  phone: [E164_MIN_DIGITS, E164_MAX_DIGITS + 2, 0],
+  ipAddress: [4, 12, 4],
+};
 
 function wanted(kinds: DigitKinds, kind: DetectKind): boolean {
   return kind === 'card' ? kinds.card : kind === 'ssn' ? kinds.ssn : kind === 'phone' ? kinds.phone : kinds.ipv4;

@@ -62,10 +62,10 @@ export class ContentScanner {
           next = found[1];
         }
       } else if (c === COLON) {
-        const found = isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1) ? ipv6Around(text, i) : undefined;
-        if (found !== undefined) {
-          out = replaceOverlapped(out, found[0], found[1], 'ipAddress');
-          next = found[1];
+        if (isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
+          const [start, end, isAddress] = ipv6Around(text, i);
+          if (isAddress) out = replaceOverlapped(out, start, end, 'ipAddress');
+          next = end;
         }
       } else if (boundaryBefore(text, i)) {
         const end = ibanEndAt(text, i);

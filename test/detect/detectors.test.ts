@@ -174,7 +174,7 @@ describe('scanner', () => {
   });
 
   it('stays linear on long adversarial runs', () => {
-    const long = '1 '.repeat(200_000) + '@'.repeat(1000) + ':'.repeat(1000);
+    const long = '1 '.repeat(100_000) + '@'.repeat(1000) + ':'.repeat(1000) + '1-'.repeat(50_000);
     const t = performance.now();
     scanner.scan(long);
     assert.ok(performance.now() - t < 2000);
