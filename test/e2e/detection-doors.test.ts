@@ -130,6 +130,28 @@ describe('detection through every door (dpg serve, default manifest)', () => {
     assert.deepEqual(r.json.dataSet, { notes: NOTES });
   });
 
+  it('HTTP /api/protect Anonymise: no personal field of a customer record left in clear, named or not', async () => {
+    const record = {
+      name: 'Jane Doe',
+      email: 'jane.doe@example.com',
+      phone: '+1 415-555-0100',
+      cardNumber: '4111 1111 1111 1111',
+      ssn: '123-45-6789',
+      iban: 'DE89370400440532013000',
+      dateOfBirth: '1985-04-12',
+      salary: 52000,
+      cc: '5500 0000 0000 0004',
+      notes: `${NOTES}, mail jane.doe@example.com from 192.0.2.10`,
+    };
+    const res = await postJson(base(), '/api/protect', { manifestName: 'customer', jobType: 'Anonymise', dataSet: record }, { 'x-resource-token': token });
+    assert.equal(res.status, 200, res.text);
+    for (const value of ['Jane Doe', 'jane.doe@example.com', '415-555-0100', '4111 1111 1111 1111', '123-45-6789', 'DE89370400440532013000', '1985-04-12', '5500 0000 0000 0004', PHONE, '192.0.2.10']) {
+      assert.ok(!res.text.includes(value), `${value} not in clear`);
+    }
+    assert.equal(res.json.dataSet.dateOfBirth, '1985');
+    assert.equal(res.json.dataSet.salary, '50000-59999');
+  });
+
   it('HTTP /file/protect: CSV, JSON, XML and SQL files come back as CSV with the text protected', async () => {
     for (const type of ['LIST', 'JSON', 'XML', 'SQL'] as const) {
       const { body, contentType } = multipart([
@@ -163,6 +185,14 @@ describe('detection through every door (dpg serve, default manifest)', () => {
       assert.equal(received.length, 1);
       assertProtected(received[0], `proxy ${type}`);
     }
+    received.length = 0;
+    const form = await request(`http://127.0.0.1:${ports['proxy-reverse']}/v1/form`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ id: '7', notes: NOTES }).toString(),
+    });
+    assert.equal(form.statusCode, 200, await form.body.text());
+    assertProtected(new URLSearchParams(received[0]).get('notes')!, 'proxy form');
     received.length = 0;
     const agent = new ProxyAgent(`http://127.0.0.1:${ports.proxy}`);
     try {
