@@ -230,7 +230,7 @@ function accepts(kind: DetectKind, text: string, a: number, b: number, digits: s
     case 'ssn':
       return isSsn(a, b, digits);
     case 'phone':
-      return isPhone(text, a, b, digits);
+      return isPhone(a, b, digits);
     default:
       return isIpv4(text, a, b);
   }
@@ -270,7 +270,7 @@ function isSsn(a: number, b: number, digits: string): boolean {
   return sizes[0] === 3 && sizes[1] === 2 && sizes[2] === 4 && isSsnDigits(digits);
 }
 
-function isPhone(text: string, a: number, b: number, digits: string): boolean {
+function isPhone(a: number, b: number, digits: string): boolean {
   const plus = a === 0 && run.plus;
   if (plus || (digits.startsWith('00') && b > a)) {
     const national = plus ? digits : digits.slice(2);
