@@ -27,11 +27,14 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const metrics = new Metrics();
   const identity = await createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV });
   let ready = false;
-  const isReady = () => ready;
+  // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors).
+  let proxyReady: () => boolean = () => true;
+  const isReady = () => ready && proxyReady();
 
   const proxy = config.proxy.enabled
     ? await startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics })
     : undefined;
+  if (proxy) proxyReady = () => proxy.ready();
   const http = await startHttpServer({ config, engine, identity, logger, metrics, isReady, proxyCaPem: () => proxy?.caPem });
   const grpc = await startGrpcServer({ config, engine, identity, logger, metrics, isReady });
   ready = true;

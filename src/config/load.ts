@@ -4,6 +4,8 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { isIP } from 'node:net';
+import { domainToASCII } from 'node:url';
 import { ConfigError, type ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, type YamlValue } from '../core/yaml-reader.ts';
 import type {
@@ -290,7 +292,10 @@ class SectionReader {
   }
 
   proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined): ProxyConfig {
-    const f = v?.fields(['enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs', 'routes', 'reverse'] as const);
+    const f = v?.fields([
+      'enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs',
+      'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse',
+    ] as const);
     let ca: ProxyConfig['ca'];
     if (f?.ca.present) {
       const c = f.ca.fields(['cert', 'key'] as const);
@@ -326,13 +331,16 @@ class SectionReader {
       ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
       connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 10_000, 1) : 10_000,
       responseTimeoutMs: f ? this.int(f.responseTimeoutMs, 60_000, 1) : 60_000,
+      idleTimeoutMs: f ? this.int(f.idleTimeoutMs, 120_000, 1) : 120_000,
+      maxConnections: f ? this.int(f.maxConnections, 1024, 1) : 1024,
+      routeHostsRefreshMs: f ? this.int(f.routeHostsRefreshMs, 60_000, 1000) : 60_000,
       routes,
       reverse,
     };
   }
 
   private route(v: YamlValue): ProxyRoute | undefined {
-    const f = v.fields(['name', 'match', 'request', 'response', 'onError', 'maxBodyBytes'] as const);
+    const f = v.fields(['name', 'match', 'request', 'response', 'onError', 'otherContent', 'maxBodyBytes'] as const);
     const name = f.name.present ? f.name.string() : f.name.problem('is required');
     let match: RouteMatch = {};
     if (f.match.present) {
@@ -344,12 +352,15 @@ class SectionReader {
         ...(m.path.present ? { path: m.path.string() } : {}),
         ...(m.contentType.present ? { contentType: m.contentType.string()?.toLowerCase() } : {}),
       };
+      if (match.host !== undefined && !validHostPattern(match.host)) m.host.problem('must be a host name, an IP address, *.name or *');
     } else f.match.problem('is required (an empty match would catch every request)');
     const request = f.request.present ? this.phase(f.request) : undefined;
     const response = f.response.present ? this.phase(f.response) : undefined;
     if (!f.request.present && !f.response.present) v.problem('needs a request or response phase');
     const onError = f.onError.present ? f.onError.string() : 'reject';
     if (onError !== 'reject' && onError !== 'passthrough') f.onError.problem('must be reject or passthrough');
+    const otherContent = f.otherContent.present ? f.otherContent.string() : 'reject';
+    if (otherContent !== 'reject' && otherContent !== 'passthrough') f.otherContent.problem('must be reject or passthrough');
     if (!name) return undefined;
     return {
       name,
@@ -357,6 +368,7 @@ class SectionReader {
       ...(request ? { request } : {}),
       ...(response ? { response } : {}),
       onError: onError === 'passthrough' ? 'passthrough' : 'reject',
+      ...(otherContent === 'passthrough' ? { otherContent: 'passthrough' as const } : {}),
       maxBodyBytes: this.int(f.maxBodyBytes, 10 * MiB, 1),
     };
   }
@@ -398,4 +410,15 @@ class SectionReader {
     set('queryParams', opt(f.queryParams, () => f.queryParams.items().map((x) => x.string()).filter((x): x is string => !!x)));
     return phase as unknown as RoutePhase;
   }
+}
+
+/** A route host: `*`, `*.name`, a name or an IP literal the URL host parser accepts (the proxy canonicalises it). */
+function validHostPattern(pattern: string): boolean {
+  if (pattern === '*') return true;
+  const host = pattern.startsWith('*.') ? pattern.slice(2) : pattern;
+  if (/[\x00-\x20\x7f/\\?#@<>^|]/.test(host)) return false; // the URL host parser would cut there
+  const bracketed = host.startsWith('[') && host.endsWith(']');
+  if (bracketed || host.includes(':')) return !host.includes('%') && domainToASCII(bracketed ? host : `[${host}]`) !== '';
+  const ascii = domainToASCII(host);
+  return /^[a-z0-9_.-]+$/.test(ascii) && !(pattern.startsWith('*.') && isIP(ascii) !== 0);
 }

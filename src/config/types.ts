@@ -117,6 +117,11 @@ export interface ProxyRoute {
   readonly response?: RoutePhase;
   /** Default `reject`: fail closed. */
   readonly onError: 'reject' | 'passthrough';
+  /**
+   * A body of a type the route cannot read (neither its own type nor one the engine protects):
+   * `reject` (default) answers 415; `passthrough` forwards it unread.
+   */
+  readonly otherContent?: 'reject' | 'passthrough';
   /** Default 10 MiB. */
   readonly maxBodyBytes: number;
 }
@@ -136,6 +141,12 @@ export interface ProxyConfig {
   readonly upstreamCa?: string;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
+  /** A client connection (tunnel, intercepted or spliced) with no byte either way is closed. Default 120 s. */
+  readonly idleTimeoutMs?: number;
+  /** Concurrent client connections per listener; new ones over it are refused. Default 1024. */
+  readonly maxConnections?: number;
+  /** How often route host names are resolved again (their addresses count as them). Default 60 s. */
+  readonly routeHostsRefreshMs?: number;
   readonly routes: readonly ProxyRoute[];
   readonly reverse: readonly ReverseListener[];
 }

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import type { Readable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import { audit } from '../core/audit.ts';
 import { DpgError, isDpgError } from '../core/errors.ts';
@@ -14,10 +14,11 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { ProxyRoute } from '../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
+import { printableType, RefusedInputError } from './body-kind.ts';
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from './problem.ts';
-import { mediaTypeOf, type RequestFacts, type RouteTable } from './routes.ts';
+import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from './routes.ts';
 import { upstreamProblem } from './upstream.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
@@ -40,6 +41,8 @@ export interface ExchangeDeps {
   readonly agent: Agent;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Told when an upstream connection failed for want of file descriptors (readiness). */
+  readonly onResourceExhausted?: () => void;
 }
 
 export interface Exchange {
@@ -122,22 +125,37 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
   const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined => routes.table.match(requestFacts(req, target));
 
+  const noteUpstreamError = (err: unknown): void => {
+    const code = (err as { code?: string })?.code;
+    if (code === 'EMFILE' || code === 'ENFILE') deps.onResourceExhausted?.();
+  };
+
   /** Untouched streaming both ways, pooled keep-alive upstream. */
   function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
     const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
     options.body = hasRequestBody(req.headers) ? req : null;
+    let bodiless = false;
     agent
       .stream(options, ({ statusCode, headers }) => {
+        if (hasNoBody(statusCode)) {
+          bodiless = true;
+          res.writeHead(statusCode, bodilessHeaders(headers));
+          res.end();
+          return discard();
+        }
         res.writeHead(statusCode, responseHeaders(headers));
         return res;
       })
       .catch((err: unknown) => {
-        if (isAbort(err)) return;
+        // A body sent with a 204/304 (or a length it announced) was dropped on purpose: not an error.
+        if (bodiless || isAbort(err)) return;
+        noteUpstreamError(err);
         sendProblem(res, upstreamProblem(err), undefined);
       });
   }
 
-  async function routed(req: IncomingMessage, res: ServerResponse, target: Target, route: ProxyRoute): Promise<void> {
+  async function routed(req: IncomingMessage, res: ServerResponse, target: Target, selection: RouteSelection): Promise<void> {
+    const { route } = selection;
     const started = performance.now();
     const headerId = req.headers['x-request-id'];
     const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
@@ -163,21 +181,31 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         try {
           const codings = parseContentEncoding(req.headers['content-encoding']);
           const decoded = decodeContent(raw, codings, route.maxBodyBytes);
-          const protectedBody = phase.protectBody(decoded, headers['content-type'] as string | undefined, requestId);
-          request = protectedBody.outcome;
-          valuesProtected += request.valuesProtected;
-          valuesFailed += request.valuesFailed;
+          const contentType = headers['content-type'] as string | undefined;
+          // A body the route cannot read is refused (415) whatever onError says; only otherContent passes it on.
+          const kind = decoded.length === 0 ? undefined : phase.kindOf(decoded, contentType, route.match.contentType);
+          const otherContent = decoded.length > 0 && kind === undefined;
+          if (otherContent && route.otherContent !== 'passthrough') throw otherContentError(mediaTypeOf(contentType), selection.contentTypeMatched);
           const { pathname, query } = splitPath(target.path);
           if (query !== undefined && phase.protectsQuery) {
             const q = phase.protectQuery(query, requestId);
             options.path = `${pathname}?${q.query}`;
             valuesProtected += q.valuesProtected;
           }
-          if (protectedBody.outcome.dataSetType !== undefined) options.body = encodeContent(protectedBody.body, codings);
-          else options.body = raw.length === 0 ? null : raw; // a GET stays a GET without a body
+          if (otherContent) {
+            outcome = 'other-content';
+            options.body = raw;
+          } else {
+            const protectedBody = phase.protectBody(decoded, contentType, requestId, kind);
+            request = protectedBody.outcome;
+            valuesProtected += request.valuesProtected;
+            valuesFailed += request.valuesFailed;
+            if (protectedBody.outcome.dataSetType !== undefined) options.body = encodeContent(protectedBody.body, codings);
+            else options.body = raw.length === 0 ? null : raw; // a GET stays a GET without a body
+          }
         } catch (err) {
-          // Oversized is never forwarded; other failures only when the route opted into it.
-          if (route.onError !== 'passthrough' || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
+          // Oversized and refused input are never forwarded; other failures only when the route opted into it.
+          if (route.onError !== 'passthrough' || err instanceof RefusedInputError || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
           outcome = 'passthrough';
           logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: protection failed, route forwards unprotected (onError: passthrough)');
           options.body = raw;
@@ -194,7 +222,14 @@ export function createExchange(deps: ExchangeDeps): Exchange {
       const responseHead = responseHeaders(upstream.headers);
       const wantsResponsePhase = phases.response !== undefined && runsResponsePhase(phases.response, req.method, upstream.statusCode);
 
-      if (!wantsResponsePhase) {
+      if (hasNoBody(upstream.statusCode)) {
+        // RFC 9110 §15.3.5, §15.4.5: no body on 204 and 304; one sent anyway is dropped, not relayed.
+        upstream.body.dump().catch(() => undefined);
+        const head = bodilessHeaders(upstream.headers);
+        head['x-request-id'] ??= requestId;
+        res.writeHead(upstream.statusCode, head);
+        res.end();
+      } else if (!wantsResponsePhase) {
         responseHead['x-request-id'] ??= requestId;
         res.writeHead(upstream.statusCode, responseHead);
         await streamTo(upstream.body, res);
@@ -237,6 +272,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         // An unread request body stays behind: close the connection rather than parse it as a request.
         sendProblem(res, problemOf(err), requestId, !req.complete);
       } else if (isUndiciError(err)) {
+        noteUpstreamError(err);
         const p = upstreamProblem(err);
         outcome = p.code;
         sendProblem(res, p, requestId);
@@ -266,13 +302,13 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 
   return {
     handle(req, res, target) {
-      const route = matchRoute(req, target);
-      if (route === undefined) {
+      const selection = routes.table.select(requestFacts(req, target));
+      if (selection === undefined) {
         passThrough(req, res, target);
         return;
       }
-      routed(req, res, target, route).catch((err: unknown) => {
-        logger.error({ route: route.name, errorName: (err as Error)?.name }, 'proxy: unexpected failure');
+      routed(req, res, target, selection).catch((err: unknown) => {
+        logger.error({ route: selection.route.name, errorName: (err as Error)?.name }, 'proxy: unexpected failure');
         res.destroy();
       });
     },
@@ -295,6 +331,36 @@ export function createExchange(deps: ExchangeDeps): Exchange {
 export function runsResponsePhase(phase: CompiledPhase, method: string | undefined, status: number): boolean {
   if (method === 'HEAD' || status < 200 || status === 204 || status === 304) return false;
   return phase.reverse ? status < 300 : true;
+}
+
+/** Statuses that never carry a body (RFC 9110): whatever an upstream sends with them is dropped. */
+export function hasNoBody(status: number): boolean {
+  return status === 204 || status === 304 || (status >= 100 && status < 200);
+}
+
+/** Response headers for a 204/304: without the framing of a body that is not relayed. */
+function bodilessHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | number> {
+  const out = responseHeaders(headers) as Record<string, string | string[] | number>;
+  delete out['content-length'];
+  return out;
+}
+
+/** A sink for a body that is dropped. */
+function discard(): Writable {
+  return new Writable({ write: (_chunk, _encoding, done) => done() });
+}
+
+/**
+ * A body of a type the selected route cannot read: 415, whether the route named another type
+ * (its contentType) or named none, and whatever onError says.
+ */
+function otherContentError(mediaType: string, contentTypeMatched: boolean): RefusedInputError {
+  const type = mediaType === '' ? 'without a Content-Type' : `of type ${printableType(mediaType)}`;
+  const hint = contentTypeMatched ? 'set dataSetType on the route' : 'send a type the route reads';
+  return new RefusedInputError(
+    'UNSUPPORTED_DATA_SET_TYPE',
+    `A body ${type} cannot be read on this route, so it cannot be protected (${hint}, or opt in with otherContent: passthrough)`,
+  );
 }
 
 /** A failure while protecting what came back: reported as 502, the upstream's body withheld. */

@@ -1,6 +1,7 @@
 // The egress sidecar proxy: a forward proxy (absolute-form HTTP and CONNECT, with TLS interception
 // for routed hosts) and reverse listeners, all sharing one route table, one upstream pool and the engine.
 
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -10,10 +11,13 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
 import { LeafCertificates, loadOrCreateCa } from './ca.ts';
-import { createExchange, requestFacts, type CompiledRouteSet, type Exchange, type Target } from './exchange.ts';
+import { ConnectionLimits, IdleSweeper } from './connection-limits.ts';
+import { createExchange, requestFacts, type CompiledRouteSet, type Exchange } from './exchange.ts';
 import { compilePhase, type CompiledPhase } from './phase.ts';
-import { sendProblem } from './problem.ts';
-import { compileRoutes, stripBrackets } from './routes.ts';
+import { problemOf, sendProblem, sendProblemOnSocket } from './problem.ts';
+import { forwardTarget, reverseBase, reverseTarget, tunnelTarget, type TargetReading } from './request-target.ts';
+import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost } from './route-host-addresses.ts';
+import { canonicalHost, compileRoutes, isValidHostPattern } from './routes.ts';
 import { handleConnect, type TunnelTarget } from './tunnel.ts';
 import { handleUpgrade } from './upgrade.ts';
 import { createUpstreamAgent, upstreamRoots } from './upstream.ts';
@@ -24,6 +28,8 @@ export interface ProxyDeps {
   readonly engine: Engine;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** Resolves route host names (their addresses count as them). Default: getaddrinfo. */
+  readonly resolveHost?: ResolveHost;
 }
 
 export interface RunningProxy {
@@ -31,13 +37,23 @@ export interface RunningProxy {
   readonly reverse: { host: string; port: number; upstream: string }[];
   /** The gateway CA certificate apps must trust for intercepted hosts. */
   readonly caPem: string;
+  /**
+   * Whether the proxy can take work: every listener listening and under its maxConnections, no
+   * recent file-descriptor shortage, route host names looked up once. `/readyz` reflects it.
+   */
+  ready(): boolean;
+  /** Why `ready()` is false (undefined when it is true). */
+  notReadyReason(): string | undefined;
   close(graceMs?: number): Promise<void>;
 }
 
 const DEFAULT_MAX_BODY = 10 * 1024 * 1024;
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+export const DEFAULT_MAX_CONNECTIONS = 1024;
+export const DEFAULT_ROUTE_HOSTS_REFRESH_MS = 60_000;
 
 /** Compiles every route's phases once; a bad phase is a start-up error naming the route. */
-export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, logger?: Logger): CompiledRouteSet {
+export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, logger?: Logger, aliases?: HostAliases): CompiledRouteSet {
   const phases = new Map<ProxyRoute, { request?: CompiledPhase; response?: CompiledPhase }>();
   const normalised = routes.map((r) => ({
     ...r,
@@ -46,6 +62,9 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
     match: r.match ?? {},
   }));
   for (const route of normalised) {
+    if (route.match.host !== undefined && !isValidHostPattern(route.match.host)) {
+      throw new Error(`proxy.routes[${route.name}].match.host: must be a host name, an IP address, *.name or *`);
+    }
     const compile = (phase: NonNullable<ProxyRoute['request']>, which: string): CompiledPhase => {
       try {
         const compiled = compilePhase(phase, engine);
@@ -63,7 +82,7 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
       response: route.response ? compile(route.response, 'response') : undefined,
     });
   }
-  return { table: compileRoutes(normalised), phases };
+  return { table: compileRoutes(normalised, aliases), phases };
 }
 
 function listen(server: Server, host: string, port: number): Promise<{ host: string; port: number }> {
@@ -77,38 +96,28 @@ function listen(server: Server, host: string, port: number): Promise<{ host: str
   });
 }
 
-/** Target of an absolute-form request line, keeping the path bytes exactly as sent. */
-export function absoluteTarget(url: string): Target | undefined {
-  const scheme = url.startsWith('http://') ? 'http' : url.startsWith('https://') ? 'https' : undefined;
-  if (scheme === undefined) return undefined;
-  let parsed: URL;
+/**
+ * A request node:http could not parse (a raw control byte in the target, a malformed head): a 400
+ * problem like every other refusal, instead of node's bare one. Nothing reached an upstream.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  if (err.code === 'HPE_HEADER_OVERFLOW') socket.end('HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n');
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+  else sendProblemOnSocket(socket, problemOf(new DpgError('INVALID_REQUEST', 'The request could not be parsed as HTTP/1.1')));
+}
+
+/** The soft open-files limit, when the platform tells it (Linux /proc). */
+function openFilesLimit(): number | undefined {
   try {
-    parsed = new URL(url);
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : undefined;
   } catch {
     return undefined;
   }
-  const afterAuthority = url.slice(scheme.length + 3).search(/[/?]/);
-  let path = afterAuthority === -1 ? '/' : url.slice(scheme.length + 3 + afterAuthority);
-  if (path.startsWith('?')) path = '/' + path;
-  const hash = path.indexOf('#');
-  if (hash !== -1) path = path.slice(0, hash);
-  return {
-    scheme,
-    host: stripBrackets(parsed.hostname).toLowerCase(),
-    port: parsed.port === '' ? (scheme === 'https' ? 443 : 80) : Number(parsed.port),
-    path,
-    hostHeader: parsed.host,
-  };
-}
-
-function reverseTarget(base: URL, basePath: string, reqUrl: string): Target {
-  return {
-    scheme: base.protocol === 'https:' ? 'https' : 'http',
-    host: stripBrackets(base.hostname).toLowerCase(),
-    port: base.port === '' ? (base.protocol === 'https:' ? 443 : 80) : Number(base.port),
-    path: basePath + (reqUrl.startsWith('/') ? reqUrl : `/${reqUrl}`),
-    hostHeader: base.host,
-  };
 }
 
 /** Listens on the forward address and every reverse address; resolves once all are bound. */
@@ -118,36 +127,64 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const leaves = new LeafCertificates(ca);
   const roots = upstreamRoots(config.upstreamCa);
   const connectTimeoutMs = config.connectTimeoutMs ?? 10_000;
+  const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const agent = createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs: config.responseTimeoutMs ?? 60_000 }, roots);
-  const routes = compileRouteSet(config.routes ?? [], engine, logger);
-  const exchange: Exchange = createExchange({ routes, agent, logger, metrics });
+  const hostAddresses = new RouteHostAddresses({
+    names: (config.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
+    resolve: deps.resolveHost ?? systemResolver,
+    refreshMs: config.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
+    logger,
+  });
+  const routes = compileRouteSet(config.routes ?? [], engine, logger, hostAddresses);
   const targets = new WeakMap<object, TunnelTarget>();
   const sockets = new Set<Duplex>();
   const intercepted = new Set<Duplex>();
-  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted };
+  /** Intercepting TLS socket → the client connection under it. */
+  const outer = new WeakMap<object, Duplex>();
+  /** Exchanges in progress per client connection (keyed by the raw socket, also for intercepted TLS). */
+  const inFlight = new WeakMap<object, number>();
+  const rawOf = (socket: object): object => outer.get(socket) ?? socket;
+  const sweeper = new IdleSweeper(config.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, (socket) => (inFlight.get(socket) ?? 0) > 0);
+  const limits = new ConnectionLimits(logger, sweeper);
+  const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted: () => limits.exhausted() });
+  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer };
   const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots };
+
+  /** A request target that cannot be read one way: 400, the connection closed, nothing sent upstream. */
+  const refuseTarget = (res: ServerResponse, reason: string): void =>
+    sendProblem(res, problemOf(new DpgError('INVALID_REQUEST', reason)), undefined, true);
+
   /** Every listener's upgrades: routed requests are refused, h2c is replayed as HTTP/1.1 (upgrade.ts). */
-  const onUpgrade = (server: Server, targetOf: (req: IncomingMessage) => Target | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const target = targetOf(req);
-    if (!target) {
+  const onUpgrade = (server: Server, read: (req: IncomingMessage) => TargetReading | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const reading = read(req);
+    if (reading === undefined) {
       socket.destroy();
       return;
     }
-    handleUpgrade(upgradeDeps, server, req, socket, head, target, requestFacts(req, target));
+    if (!reading.ok) {
+      socket.on('error', () => socket.destroy());
+      sendProblemOnSocket(socket, problemOf(new DpgError('INVALID_REQUEST', reading.reason)));
+      return;
+    }
+    handleUpgrade(upgradeDeps, server, req, socket, head, reading.target, requestFacts(req, reading.target));
   };
   let shuttingDown = false;
-  /** Exchanges in progress per connection: idle intercepted connections are closed at shutdown. */
-  const inFlight = new WeakMap<object, number>();
 
   /** Serves a request once its target is known, answering Expect: 100-continue ourselves. */
-  const serve = (req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
+  const serve = (req: IncomingMessage, res: ServerResponse, reading: TargetReading, expectsContinue: boolean): void => {
+    if (!reading.ok) {
+      refuseTarget(res, reading.reason);
+      return;
+    }
+    const target = reading.target;
     // While shutting down, finish this exchange but end its keep-alive connection.
     if (shuttingDown) res.shouldKeepAlive = false;
     const socket = req.socket;
-    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    const raw = rawOf(socket);
+    inFlight.set(raw, (inFlight.get(raw) ?? 0) + 1);
     res.once('close', () => {
-      inFlight.set(socket, (inFlight.get(socket) ?? 1) - 1);
-      if (shuttingDown && intercepted.has(socket) && inFlight.get(socket) === 0) socket.destroy();
+      inFlight.set(raw, (inFlight.get(raw) ?? 1) - 1);
+      if (shuttingDown && intercepted.has(socket) && inFlight.get(raw) === 0) socket.destroy();
     });
     if (expectsContinue) {
       const refusal = exchange.refuseBeforeBody(req, target);
@@ -162,37 +199,40 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
 
   // Forward proxy: absolute-form requests, CONNECT, and GET /proxy/ca.pem for convenience.
   const forward = createServer({ keepAliveTimeout: 30_000 });
+  limits.guard(forward, 'proxy', maxConnections);
+  forward.on('clientError', onClientError);
   const onForward = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
-    const target = absoluteTarget(req.url ?? '');
-    if (target) {
-      serve(req, res, target, expectsContinue);
-      return;
-    }
-    if (req.method === 'GET' && req.url === '/proxy/ca.pem') {
+    const url = req.url ?? '';
+    if (req.method === 'GET' && url === '/proxy/ca.pem') {
       res.writeHead(200, { 'content-type': 'application/x-pem-file', 'content-length': Buffer.byteLength(ca.certPem) });
       res.end(ca.certPem);
       return;
     }
-    sendProblem(res, { status: 400, code: 'INVALID_REQUEST', title: 'Invalid request', detail: 'This is a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY)' }, undefined, true);
+    if (url.startsWith('/')) {
+      refuseTarget(res, 'This is a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY)');
+      return;
+    }
+    serve(req, res, forwardTarget(url), expectsContinue);
   };
   forward.on('request', onForward(false));
   forward.on('checkContinue', onForward(true));
   forward.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => handleConnect({ ...tunnelDeps, interceptServer }, req, socket, head));
-  forward.on('upgrade', onUpgrade(forward, (req) => absoluteTarget(req.url ?? '')));
+  forward.on('upgrade', onUpgrade(forward, (req) => forwardTarget(req.url ?? '')));
 
   // Decrypted (or plain) HTTP from intercepted CONNECT tunnels; never listens itself.
   const interceptServer = createServer({ keepAliveTimeout: 30_000 });
-  const interceptTarget = (req: IncomingMessage): Target | undefined => {
-    const t = targets.get(req.socket);
-    return t && { ...t, path: req.url?.startsWith('/') ? req.url : '/', hostHeader: undefined };
+  interceptServer.on('clientError', onClientError);
+  const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
+    const tunnel = targets.get(req.socket);
+    return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, hostAddresses);
   };
   const onIntercepted = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
-    const target = interceptTarget(req);
-    if (!target) {
+    const reading = interceptTarget(req);
+    if (!reading) {
       res.destroy();
       return;
     }
-    serve(req, res, target, expectsContinue);
+    serve(req, res, reading, expectsContinue);
   };
   interceptServer.on('request', onIntercepted(false));
   interceptServer.on('checkContinue', onIntercepted(true));
@@ -200,43 +240,60 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
 
   const servers: Server[] = [forward];
   const address = await listen(forward, config.listen.host, config.listen.port);
-  logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source }, 'egress proxy listening');
+  logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source, maxConnections }, 'egress proxy listening');
 
   const reverse: RunningProxy['reverse'] = [];
   try {
-    for (const r of config.reverse ?? []) reverse.push(await startReverse(r));
+    for (const [i, r] of (config.reverse ?? []).entries()) reverse.push(await startReverse(r, i));
   } catch (err) {
     forward.close();
     for (const s of servers) s.closeAllConnections();
+    sweeper.close();
     await agent.close();
     throw err;
   }
+  const fdLimit = openFilesLimit();
+  // A blind tunnel holds two descriptors (app and upstream side); keep room for the rest of the process.
+  if (fdLimit !== undefined && servers.length * maxConnections * 2 + 256 > fdLimit) {
+    logger.warn({ maxConnections, listeners: servers.length, openFilesLimit: fdLimit }, 'proxy: maxConnections × listeners × 2 is above the open-files limit (ulimit -n); raise the limit or lower maxConnections');
+  }
+  // Route host names: looked up now and on the refresh interval; readiness waits for the first round.
+  void hostAddresses.start();
 
-  async function startReverse(r: ReverseListener): Promise<{ host: string; port: number; upstream: string }> {
-    const base = new URL(r.upstream);
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new Error(`proxy.reverse upstream ${r.upstream} must be http or https`);
-    const basePath = base.pathname.replace(/\/+$/, '');
+  async function startReverse(r: ReverseListener, index: number): Promise<{ host: string; port: number; upstream: string }> {
+    const base = reverseBase(r.upstream);
     const server = createServer({ keepAliveTimeout: 30_000 });
+    limits.guard(server, `reverse${index}`, maxConnections);
+    server.on('clientError', onClientError);
     const onReverse = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) =>
-      serve(req, res, reverseTarget(base, basePath, req.url ?? '/'), expectsContinue);
+      serve(req, res, reverseTarget(base, req.url ?? ''), expectsContinue);
     server.on('request', onReverse(false));
     server.on('checkContinue', onReverse(true));
-    server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, basePath, req.url ?? '/')));
+    server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, req.url ?? '')));
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => socket.end('HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'));
     servers.push(server);
     const a = await listen(server, r.listen.host, r.listen.port);
-    logger.info({ listener: 'proxy-reverse', host: a.host, port: a.port, upstream: base.origin }, 'reverse proxy listening');
+    logger.info({ listener: 'proxy-reverse', host: a.host, port: a.port, upstream: new URL(r.upstream).origin }, 'reverse proxy listening');
     return { ...a, upstream: r.upstream };
   }
+
+  const notReadyReason = (): string | undefined => {
+    if (shuttingDown) return 'shutting down';
+    if (!hostAddresses.ready) return 'route host names are being resolved';
+    return limits.notReadyReason();
+  };
 
   let closing: Promise<void> | undefined;
   return {
     address,
     reverse,
     caPem: ca.certPem,
+    ready: () => notReadyReason() === undefined,
+    notReadyReason,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         shuttingDown = true;
+        hostAddresses.close();
         const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
         for (const s of servers) s.closeIdleConnections();
         const timer = setTimeout(() => {
@@ -247,10 +304,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         // Tunnels are long-lived by nature: they do not hold shutdown open.
         for (const socket of sockets) socket.destroy();
         // Intercepted connections: idle ones now, busy ones after their exchange (or at the grace limit).
-        for (const socket of intercepted) if ((inFlight.get(socket) ?? 0) === 0) socket.destroy();
+        for (const socket of intercepted) if ((inFlight.get(rawOf(socket)) ?? 0) === 0) socket.destroy();
         await Promise.all(closed);
         while (intercepted.size > 0) await new Promise((r) => setTimeout(r, 25));
         clearTimeout(timer);
+        sweeper.close();
         await agent.close();
       })();
       return closing;

@@ -7,6 +7,10 @@ import type { RoutePhase } from '../config/types.ts';
 import type { Engine, PreparedJob } from '../engine/types.ts';
 import type { FieldAction } from '../formats/codec.ts';
 import { parseJobRequest } from '../engine/request.ts';
+import { normalizeName } from '../manifest/selectors.ts';
+import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from './body-kind.ts';
+
+export { inferBodyKind } from './body-kind.ts';
 
 /** What a phase did to one message; never holds values. */
 export interface PhaseOutcome {
@@ -22,22 +26,18 @@ export interface CompiledPhase {
   readonly reverse: boolean;
   /** True when the phase protects query-string parameters. */
   readonly protectsQuery: boolean;
-  /** Protects a decoded body of the given Content-Type. Empty bodies come back as they are. */
-  protectBody(body: Buffer, contentType: string | undefined, requestId: string): { body: Buffer; outcome: PhaseOutcome };
+  /**
+   * The type a non-empty decoded body is read as (body-kind.ts); undefined: other content.
+   * `routeContentType`: the route's `match.contentType`, for bodies without a type of their own.
+   */
+  kindOf(body: Buffer, contentType: string | undefined, routeContentType?: string): BodyKind | undefined;
+  /**
+   * Protects a decoded body of the given Content-Type, read as `kind` (default: `kindOf`; other
+   * content is refused with 415). Empty bodies come back as they are.
+   */
+  protectBody(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): { body: Buffer; outcome: PhaseOutcome };
   /** Protects the selected parameters of a raw query string (without `?`); others stay byte for byte. */
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
-}
-
-type BodyKind = DataSetType | 'FORM';
-
-/** Media type → data set type (DESIGN §9): JSON, XML, CSV as LIST, and HTML forms as named fields. */
-export function inferBodyKind(mediaType: string): BodyKind | undefined {
-  if (mediaType === 'application/json' || mediaType.endsWith('+json')) return 'JSON';
-  if (mediaType === 'application/xml' || mediaType === 'text/xml' || mediaType.endsWith('+xml')) return 'XML';
-  if (mediaType === 'text/csv') return 'LIST';
-  if (mediaType === 'application/x-www-form-urlencoded') return 'FORM';
-  if (mediaType === 'application/sql') return 'SQL';
-  return undefined;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -66,7 +66,11 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     'JSON',
   );
   const fixedKind: BodyKind | undefined = phase.dataSetType === undefined ? undefined : base.dataSetType;
-  const queryParams = new Set(phase.queryParams ?? []);
+  // Query parameter names compare like body field names: case-insensitive, `_` and `-` ignored.
+  const queryParams = new Set((phase.queryParams ?? []).map(normalizeName));
+  const isQueryParam = (name: string): boolean => queryParams.has(normalizeName(name)) || queryParams.has(normalizeName(phpName(name)));
+  const kindOf = (body: Buffer, contentType: string | undefined, routeContentType?: string): BodyKind | undefined =>
+    bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: parseContentType(contentType).mediaType, body });
 
   const jobFor = (dataSetType: DataSetType, requestId: string): JobSpec => ({
     ...base,
@@ -79,19 +83,20 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     jobType: base.jobType,
     reverse: base.jobType === 'Reconstruct' || base.jobType === 'Decrypt',
     protectsQuery: queryParams.size > 0,
+    kindOf,
 
-    protectBody(body, contentType, requestId) {
+    protectBody(body, contentType, requestId, readAs) {
       if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
       const { mediaType, charset } = parseContentType(contentType);
-      const kind = fixedKind ?? inferBodyKind(mediaType);
+      const kind = readAs ?? kindOf(body, contentType);
       if (kind === undefined) {
         throw new DpgError(
           'UNSUPPORTED_DATA_SET_TYPE',
-          `Content-Type ${mediaType === '' ? '(none)' : mediaType.slice(0, 80)} has no data set type; set dataSetType on the route`,
+          `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
         );
       }
       if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${charset.slice(0, 40)} is not supported (UTF-8 only)`);
+        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
       }
       let text: string;
       try {
@@ -100,6 +105,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
         throw new DpgError('MALFORMED_DATA_SET', 'The body is not valid UTF-8', { cause: err });
       }
       if (kind === 'FORM') {
+        checkForm(text);
         const prepared = engine.prepare(jobFor('JSON', requestId));
         const out = protectPairs(text, prepared, () => true, 'form');
         const summary = prepared.finish();
@@ -113,8 +119,11 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
     protectQuery(query, requestId) {
       if (queryParams.size === 0 || query === '') return { query, valuesProtected: 0 };
+      if (query.includes(';')) {
+        throw new RefusedInputError('MALFORMED_DATA_SET', 'The query string holds a ; (some servers split parameters on it): refused on a route that protects query parameters');
+      }
       const prepared = engine.prepare(jobFor('JSON', requestId));
-      const out = protectPairs(query, prepared, (name) => queryParams.has(name), 'query');
+      const out = protectPairs(query, prepared, isQueryParam, 'query');
       return { query: out, valuesProtected: prepared.finish().protected };
     },
   };
@@ -133,6 +142,34 @@ export function parseContentType(header: string | undefined): { mediaType: strin
     if (k.trim().toLowerCase() === 'charset' && v !== undefined) charset = v.trim().replace(/^"|"$/g, '').toLowerCase();
   }
   return { mediaType: parts[0].trim().toLowerCase(), charset };
+}
+
+/**
+ * A form body is a sequence of `name=value` pairs joined by `&`, or it is refused (400): a pair
+ * without `=` (a JSON or XML document sent as a form reads as one odd name to the gateway, as a
+ * document to an upstream that sniffs), a `;` (older parsers, Python's before 3.9.2 among them,
+ * split pairs on it), or a body starting like a JSON or XML document. Empty pairs (`a=1&&b=2`)
+ * are skipped by every parser and allowed.
+ */
+function checkForm(text: string): void {
+  const malformed = (why: string): RefusedInputError => new RefusedInputError('MALFORMED_DATA_SET', `The form body ${why}`);
+  if (/^\s*[{[<]/.test(text)) throw malformed('looks like a JSON or XML document, not name=value pairs');
+  if (text.includes(';')) throw malformed('holds a ; (some servers split pairs on it)');
+  const pairs = text.split('&');
+  for (let i = 0; i < pairs.length; i++) {
+    if (pairs[i] !== '' && !pairs[i].includes('=')) throw malformed(`pair ${i + 1} has no =`);
+  }
+}
+
+/**
+ * PHP's reading of a parameter name: spaces and dots in the name before any `[` become `_`
+ * (`card.number` is `$_POST['card_number']`). With `_` ignored by name matching, that reading is
+ * tried too, so `card.number=` and `card number=` are `cardNumber` wherever PHP would say so.
+ */
+function phpName(name: string): string {
+  const bracket = name.indexOf('[');
+  const head = bracket === -1 ? name : name.slice(0, bracket);
+  return head.replace(/[. ]/g, '_') + (bracket === -1 ? '' : name.slice(bracket));
 }
 
 /**
@@ -168,12 +205,14 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
  */
 function resolvePairName(name: string, prepared: PreparedJob, selected: (name: string) => boolean): FieldAction | undefined {
   const segments = name.includes('[') || name.includes('.') ? name.split(/[[\].]/).filter((s) => s !== '') : undefined;
+  const php = phpName(name);
   if (segments === undefined || (segments.length === 1 && segments[0] === name)) {
-    return selected(name) ? prepared.resolver.resolve(name, name) : undefined;
+    if (!selected(name)) return undefined;
+    return preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
   }
   if (!selected(name) && !segments.some(selected)) return undefined;
   // Detection by content (byContent) stands in only when no segment has a rule of its own.
-  const direct = prepared.resolver.resolve(name, name);
+  const direct = preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
   if (direct !== undefined && direct.byContent !== true) return direct;
   for (let end = segments.length; end > 0; end--) {
     const segment = segments[end - 1];
@@ -182,6 +221,13 @@ function resolvePairName(name: string, prepared: PreparedJob, selected: (name: s
     if (action !== undefined && action.byContent !== true) return action;
   }
   return direct;
+}
+
+/** The first action that is a field's own rule; else detection by content (byContent), if any. */
+function preferOwnRule(first: FieldAction | undefined, second: FieldAction | undefined): FieldAction | undefined {
+  if (first !== undefined && first.byContent !== true) return first;
+  if (second !== undefined && second.byContent !== true) return second;
+  return first ?? second;
 }
 
 const NUMERIC = /^\d+$/;

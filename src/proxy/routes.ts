@@ -2,6 +2,8 @@
 // port, methods, path glob and content type. First match wins.
 
 import type { ProxyRoute, RouteMatch } from '../config/types.ts';
+import { canonicalHostOf, ipVersion } from './canonical-host.ts';
+import { NO_ALIASES, type HostAliases } from './route-host-addresses.ts';
 
 /** What a request offers to the matcher. `host` is lower case, without brackets or port. */
 export interface RequestFacts {
@@ -19,37 +21,76 @@ type Test<T> = (value: T) => boolean;
 export interface CompiledRoute {
   readonly route: ProxyRoute;
   readonly matchesHostPort: (host: string, port: number) => boolean;
+  /** `path` already normalised (normalizePath). */
+  readonly matchesMethodPath: (method: string, path: string) => boolean;
+  readonly matchesContentType: (mediaType: string) => boolean;
   readonly matches: (facts: RequestFacts) => boolean;
 }
 
+/** The route responsible for a request, and whether the request's media type is one it names. */
+export interface RouteSelection {
+  readonly route: ProxyRoute;
+  /** False when the route was chosen on host, port, method and path alone (see `select`). */
+  readonly contentTypeMatched: boolean;
+}
+
 export interface RouteTable {
-  /** The first route matching the request, or undefined (pass-through). */
+  /** `select(facts)?.route`: the route responsible for the request, or undefined (pass-through). */
   match(facts: RequestFacts): ProxyRoute | undefined;
+  /**
+   * The first route matching every criterion; else the first route matching host, port, method
+   * and path, whatever the content type (`contentTypeMatched: false`). A route's `contentType`
+   * picks among routes; it never lets a request on a routed path go by unread (the exchange
+   * reads or refuses such a body, see body-kind.ts). Undefined: no route covers the request.
+   */
+  select(facts: RequestFacts): RouteSelection | undefined;
   /** True when some route could match requests to this host and port: CONNECT is intercepted. */
   intercepts(host: string, port: number): boolean;
 }
 
-export function compileRoutes(routes: readonly ProxyRoute[]): RouteTable {
+/**
+ * `aliases` makes an address of a routed host name that host (route-host-addresses.ts): a request
+ * to one of its addresses is matched as if it named the host.
+ */
+export function compileRoutes(routes: readonly ProxyRoute[], aliases: HostAliases = NO_ALIASES): RouteTable {
   const compiled = routes.map(compileRoute);
+  /** The route's host and port criteria, for the request's host or a route host name it is an address of. */
+  const coversHost = (c: CompiledRoute, host: string, names: readonly string[], port: number): boolean => {
+    if (c.matchesHostPort(host, port)) return true;
+    for (const name of names) if (c.matchesHostPort(name, port)) return true;
+    return false;
+  };
+  const select = (facts: RequestFacts): RouteSelection | undefined => {
+    const host = canonicalHost(facts.host);
+    const names = aliases.namesFor(host); // empty unless the host is an address of a routed name
+    const path = normalizePath(facts.path);
+    let covering: ProxyRoute | undefined;
+    for (const c of compiled) {
+      if (!coversHost(c, host, names, facts.port) || !c.matchesMethodPath(facts.method, path)) continue;
+      if (c.matchesContentType(facts.contentType)) return { route: c.route, contentTypeMatched: true };
+      covering ??= c.route;
+    }
+    return covering === undefined ? undefined : { route: covering, contentTypeMatched: false };
+  };
   return {
-    match(facts) {
-      const host = canonicalHost(facts.host);
-      const canonical = host === facts.host ? facts : { ...facts, host };
-      for (const c of compiled) if (c.matches(canonical)) return c.route;
-      return undefined;
-    },
+    select,
+    match: (facts) => select(facts)?.route,
     intercepts(host, port) {
       const h = canonicalHost(host);
-      return compiled.some((c) => c.matchesHostPort(h, port));
+      const names = aliases.namesFor(h);
+      return compiled.some((c) => coversHost(c, h, names, port));
     },
   };
 }
 
 /**
- * The host as routes see it: lower case, without trailing dots. `api.example.` is the same host as
- * `api.example` to DNS (an absolute name), so it must not slip past a route for `api.example`.
+ * The host as routes see it (canonical-host.ts): IP literals in one spelling, names in lower case
+ * without trailing dots (`api.example.` is the same host to DNS). A host that is not valid at all
+ * (listeners refuse those first) is only lower-cased and trimmed of dots.
  */
 export function canonicalHost(host: string): string {
+  const canonical = canonicalHostOf(host);
+  if (canonical !== undefined) return canonical;
   const lower = host.toLowerCase();
   return lower.endsWith('.') ? lower.replace(/\.+$/, '') : lower;
 }
@@ -62,14 +103,13 @@ export function compileRoute(route: ProxyRoute): CompiledRoute {
   const path = m.path === undefined ? () => true : compilePathGlob(m.path);
   const contentType = compileContentType(m.contentType);
   const matchesHostPort = (h: string, p: number): boolean => host(h) && port(p);
+  const matchesMethodPath = (method: string, normalised: string): boolean => (methods === undefined || methods.has(method)) && path(normalised);
   return {
     route,
     matchesHostPort,
-    matches: (f) =>
-      matchesHostPort(f.host, f.port) &&
-      (methods === undefined || methods.has(f.method)) &&
-      contentType(f.contentType) &&
-      path(normalizePath(f.path)),
+    matchesMethodPath,
+    matchesContentType: contentType,
+    matches: (f) => matchesHostPort(f.host, f.port) && contentType(f.contentType) && matchesMethodPath(f.method, normalizePath(f.path)),
   };
 }
 
@@ -79,12 +119,23 @@ export function compileRoute(route: ProxyRoute): CompiledRoute {
  */
 export function compileHost(pattern: string | undefined): Test<string> {
   if (pattern === undefined || pattern === '*') return () => true;
-  const p = stripBrackets(canonicalHost(pattern));
-  if (p.startsWith('*.')) {
-    const suffix = p.slice(1);
+  if (pattern.startsWith('*.')) {
+    const suffix = '.' + canonicalHost(pattern.slice(2));
     return (h) => h.length > suffix.length && h.endsWith(suffix);
   }
+  // `127.1`, `[::ffff:127.0.0.1]`, `API.Example.` in the config: the same canonical form as requests.
+  const p = canonicalHost(pattern);
   return (h) => h === p;
+}
+
+/** A route's host pattern is valid: `*`, `*.` + a host name, or a host (name or IP literal). */
+export function isValidHostPattern(pattern: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.startsWith('*.')) {
+    const suffix = canonicalHostOf(pattern.slice(2));
+    return suffix !== undefined && ipVersion(suffix) === 0;
+  }
+  return canonicalHostOf(pattern) !== undefined;
 }
 
 /** `*` one path segment (or part of one), `**` as a whole segment: any number of segments. */

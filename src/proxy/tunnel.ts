@@ -6,10 +6,12 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
+import { DpgError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { LeafCertificates } from './ca.ts';
+import { isUnspecifiedAddress, readAuthority } from './canonical-host.ts';
+import { problemOf, sendProblemOnSocket } from './problem.ts';
 import type { RouteTable } from './routes.ts';
-import { canonicalHost, stripBrackets } from './routes.ts';
 
 /** The CONNECT authority an intercepted connection was opened for. */
 export interface TunnelTarget {
@@ -31,23 +33,21 @@ export interface TunnelDeps {
   readonly sockets: Set<Duplex>;
   /** Intercepted connections (the TLS socket, or the raw one for plain HTTP); closed when idle on shutdown. */
   readonly intercepted: Set<Duplex>;
+  /** Intercepting TLS socket → the client connection under it (for idle tracking). */
+  readonly outer: WeakMap<object, Duplex>;
 }
 
-/** `host:port` of a CONNECT request line; IPv6 in brackets. undefined when malformed. */
+/**
+ * `host:port` of a CONNECT request line (IPv6 in brackets), the host canonical (canonical-host.ts:
+ * `2130706433:443` is `127.0.0.1:443`). undefined when malformed.
+ */
 export function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
-  if (!authority) return undefined;
-  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]@]+):(\d{1,5})$/.exec(authority);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port < 1 || port > 65535) return undefined;
-  return { host: stripBrackets(m[1]).toLowerCase(), port };
+  return readAuthority(authority);
 }
 
-function refuse(socket: Duplex, status: string, message: string): void {
-  const body = JSON.stringify({ title: status.slice(4), status: Number(status.slice(0, 3)), detail: message });
-  socket.end(
-    `HTTP/1.1 ${status}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+/** A problem for the CONNECT itself: 400 for what we refuse to read, 502 for an unreachable upstream. */
+function refuse(socket: Duplex, status: '400 Bad Request' | '502 Bad Gateway', message: string): void {
+  sendProblemOnSocket(socket, problemOf(new DpgError(status.startsWith('400') ? 'INVALID_REQUEST' : 'UPSTREAM_UNREACHABLE', message)));
 }
 
 export function track(set: Set<Duplex>, socket: Duplex): void {
@@ -62,6 +62,10 @@ export function handleConnect(deps: TunnelDeps, req: IncomingMessage, client: Du
     refuse(client, '400 Bad Request', 'CONNECT needs host:port');
     return;
   }
+  if (isUnspecifiedAddress(target.host)) {
+    refuse(client, '400 Bad Request', 'CONNECT to an unspecified address (0.0.0.0, ::) is refused');
+    return;
+  }
   if (deps.routes.intercepts(target.host, target.port)) intercept(deps, client, head, target);
   else blindTunnel(deps, client, head, target);
 }
@@ -72,14 +76,23 @@ export function handleConnect(deps: TunnelDeps, req: IncomingMessage, client: Du
  */
 function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
   client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+  // Until its first byte the tunnel is nobody's: closed at shutdown like a tunnel, and at once when
+  // the app hangs up (node:http sockets allow half-open connections: an 'end' alone closes nothing).
+  track(deps.sockets, client);
+  const hungUp = (): void => {
+    client.destroy();
+  };
+  client.once('end', hungUp);
   const start = (first: Buffer): void => {
+    client.off('end', hungUp);
+    deps.sockets.delete(client);
     client.pause();
     client.unshift(first);
     if (first[0] === 0x16) {
       let context;
       try {
-        // `api.example.` and `api.example` are one host: the leaf names it without the dot.
-        context = deps.leaves.contextFor(canonicalHost(target.host));
+        // The host is canonical: `api.example.` and `api.example` get one leaf, without the dot.
+        context = deps.leaves.contextFor(target.host);
       } catch {
         deps.logger.error({ host: target.host }, 'proxy: could not mint a certificate');
         client.destroy();
@@ -88,6 +101,7 @@ function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { hos
       const tls = new TLSSocket(client as Socket, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
       tls.on('error', () => tls.destroy());
       track(deps.intercepted, tls);
+      deps.outer.set(tls, client);
       // The TLS layer drains what was unshifted and reads the handle itself: no resume() here.
       deps.targets.set(tls, { scheme: 'https', ...target });
       deps.interceptServer.emit('connection', tls);

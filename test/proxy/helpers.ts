@@ -5,7 +5,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect as netConnect, type AddressInfo, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -14,6 +16,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { randomSerial } from '../../src/proxy/ca.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
+import type { ResolveHost } from '../../src/proxy/route-host-addresses.ts';
 import { createCertificate, encodeName, issuerIdentity } from '../../src/proxy/x509.ts';
 import { testEngine } from '../helpers/engine.ts';
 
@@ -83,7 +86,7 @@ export function upstreamPki(dir: string): TestPki {
   return { caPem: ca.pem, caFile, certPem: leaf.pem, keyPem: leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
-export async function startUpstream(options: { tls?: TestPki; handler?: UpstreamHandler } = {}): Promise<Upstream> {
+export async function startUpstream(options: { tls?: TestPki; handler?: UpstreamHandler; host?: string } = {}): Promise<Upstream> {
   const received: Received[] = [];
   const raw: Buffer[] = [];
   const sockets = new Set<Socket>();
@@ -108,11 +111,12 @@ export async function startUpstream(options: { tls?: TestPki; handler?: Upstream
   };
   if (options.tls) server.on('secureConnection', onSocket);
   else server.on('connection', onSocket);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    origin: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    origin: `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     received,
     rawBytes: () => Buffer.concat(raw),
     close: () =>
@@ -152,7 +156,7 @@ export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'dpg-proxy-'));
 }
 
-export async function startTestProxy(config: ProxyConfig, dataDir = tempDir()): Promise<TestProxy> {
+export async function startTestProxy(config: ProxyConfig, dataDir = tempDir(), resolveHost?: ResolveHost): Promise<TestProxy> {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -162,7 +166,7 @@ export async function startTestProxy(config: ProxyConfig, dataDir = tempDir()): 
   });
   const logger = createLogger({ level: 'info', destination });
   const metrics = new Metrics({ collectDefaults: false });
-  const proxy = await startProxy({ config, dataDir, engine: testEngine(), logger, metrics });
+  const proxy = await startProxy({ config, dataDir, engine: testEngine(), logger, metrics, ...(resolveHost ? { resolveHost } : {}) });
   return {
     proxy,
     url: `http://127.0.0.1:${proxy.address.port}`,
@@ -170,4 +174,128 @@ export async function startTestProxy(config: ProxyConfig, dataDir = tempDir()): 
     logText: () => lines.join(''),
     close: () => proxy.close(500),
   };
+}
+
+/** An HTTP/1.1 response read off a raw socket. */
+export interface RawResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  /** Everything received, head included. */
+  readonly raw: Buffer;
+}
+
+/** Parses one complete response from `data`; undefined while incomplete. `closed`: the peer ended. */
+function parseResponse(data: Buffer, closed: boolean): RawResponse | undefined {
+  const end = data.indexOf('\r\n\r\n');
+  if (end === -1) return undefined;
+  const lines = data.subarray(0, end).toString('latin1').split('\r\n');
+  const status = Number(lines[0].split(' ')[1]);
+  const headers: Record<string, string> = {};
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const rest = data.subarray(end + 4);
+  if (status === 204 || status === 304 || (status >= 100 && status < 200)) return { status, headers, body: Buffer.alloc(0), raw: data };
+  if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
+    const chunks: Buffer[] = [];
+    let at = 0;
+    for (;;) {
+      const eol = rest.indexOf('\r\n', at);
+      if (eol === -1) return undefined;
+      const size = parseInt(rest.subarray(at, eol).toString('latin1'), 16);
+      if (size === 0) return { status, headers, body: Buffer.concat(chunks), raw: data };
+      if (rest.length < eol + 2 + size + 2) return undefined;
+      chunks.push(rest.subarray(eol + 2, eol + 2 + size));
+      at = eol + 2 + size + 2;
+    }
+  }
+  if (headers['content-length'] !== undefined) {
+    const length = Number(headers['content-length']);
+    return rest.length >= length ? { status, headers, body: rest.subarray(0, length), raw: data } : undefined;
+  }
+  return closed ? { status, headers, body: rest, raw: data } : undefined;
+}
+
+/**
+ * Writes raw request bytes on an open connection and reads one response. Rejects when the
+ * connection closes without a response (`status: 0` is never returned).
+ */
+export function exchangeRaw(socket: Duplex, request: string | Buffer, ms = 3000): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    let data = Buffer.alloc(0);
+    const finish = (closed: boolean): void => {
+      const response = parseResponse(data, closed);
+      if (response === undefined && !closed) return;
+      clearTimeout(timer);
+      socket.off('data', onData);
+      if (response) resolve(response);
+      else reject(new Error(`connection closed without a response (${data.length} bytes)`));
+    };
+    const onData = (d: Buffer): void => {
+      data = Buffer.concat([data, d]);
+      finish(false);
+    };
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no complete response within ${ms} ms: ${JSON.stringify(data.toString('latin1').slice(0, 200))}`));
+    }, ms);
+    socket.on('data', onData);
+    socket.once('close', () => finish(true));
+    socket.on('error', () => undefined);
+    socket.write(request);
+  });
+}
+
+export function connectTcp(port: number, host = '127.0.0.1'): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = netConnect(port, host, () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** Sends raw bytes on a new connection to `port` and reads one response; the connection is closed after. */
+export async function sendRaw(port: number, request: string | Buffer): Promise<RawResponse> {
+  const s = await connectTcp(port);
+  try {
+    return await exchangeRaw(s, request);
+  } finally {
+    s.destroy();
+  }
+}
+
+/**
+ * `CONNECT authority` through the proxy; resolves with the tunnel once 200 arrived (TLS on top
+ * when `tls` is given, verifying the gateway CA), or rejects with the refusal's status line.
+ */
+export async function openTunnel(proxyPort: number, authority: string, tls?: { ca: string; servername?: string }): Promise<Duplex> {
+  const s = await connectTcp(proxyPort);
+  const head = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    const onData = (d: Buffer): void => {
+      text += d.toString('latin1');
+      if (!text.includes('\r\n\r\n')) return;
+      s.off('data', onData);
+      resolve(text);
+    };
+    s.on('data', onData);
+    s.once('close', () => reject(new Error(`tunnel closed: ${text.split('\r\n')[0]}`)));
+    s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+  });
+  if (!/^HTTP\/1\.1 200 /.test(head)) {
+    s.destroy();
+    throw Object.assign(new Error(`CONNECT refused: ${head.split('\r\n')[0]}`), { response: head });
+  }
+  if (!tls) return s;
+  const t = tlsConnect({ socket: s, ca: tls.ca, ...(tls.servername ? { servername: tls.servername } : {}), checkServerIdentity: () => undefined });
+  await new Promise<void>((resolve, reject) => t.once('secureConnect', resolve).once('error', reject));
+  return t;
+}
+
+/** A request head plus body, with Content-Length; `contentType` undefined sends none. */
+export function rawPost(target: string, host: string, body: string | Buffer, contentType: string | undefined = 'application/json', method = 'POST'): Buffer {
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+  const ct = contentType === undefined ? '' : `Content-Type: ${contentType}\r\n`;
+  return Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n${ct}Content-Length: ${b.length}\r\n\r\n`, 'latin1'), b]);
 }

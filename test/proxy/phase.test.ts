@@ -9,7 +9,7 @@ import { DpgError } from '../../src/core/errors.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from '../../src/proxy/body.ts';
 import { endToEndHeaders } from '../../src/proxy/headers.ts';
 import { compilePhase, inferBodyKind } from '../../src/proxy/phase.ts';
-import { absoluteTarget } from '../../src/proxy/index.ts';
+import { forwardTarget } from '../../src/proxy/request-target.ts';
 import { parseAuthority } from '../../src/proxy/tunnel.ts';
 import { testEngine } from '../helpers/engine.ts';
 
@@ -94,13 +94,18 @@ test('hop-by-hop headers, including Connection-listed ones, are dropped', () => 
   assert.deepEqual({ ...h }, { 'x-end': '2', host: 'b' });
 });
 
-test('request targets: absolute-form keeps the raw path; CONNECT authorities', () => {
-  assert.deepEqual(absoluteTarget('http://Example.com/a/../b%20?q=1#frag'), {
-    scheme: 'http', host: 'example.com', port: 80, path: '/a/../b%20?q=1', hostHeader: 'example.com',
+test('request targets: absolute-form is read canonically (issue 8: fragments refused, dot segments resolved); CONNECT authorities', () => {
+  const target = (url: string) => {
+    const r = forwardTarget(url);
+    return r.ok ? r.target : undefined;
+  };
+  assert.deepEqual(target('http://Example.com/a/../b%20?q=1'), {
+    scheme: 'http', host: 'example.com', port: 80, path: '/b%20?q=1', hostHeader: 'example.com',
   });
-  assert.equal(absoluteTarget('https://[::1]:8443?x')?.path, '/?x');
-  assert.equal(absoluteTarget('https://[::1]:8443?x')?.host, '::1');
-  assert.equal(absoluteTarget('/relative'), undefined);
+  assert.equal(target('http://Example.com/a/../b%20?q=1#frag'), undefined);
+  assert.equal(target('https://[::1]:8443?x')?.path, '/?x');
+  assert.equal(target('https://[::1]:8443?x')?.host, '::1');
+  assert.equal(target('/relative'), undefined);
   assert.deepEqual(parseAuthority('[::1]:443'), { host: '::1', port: 443 });
   assert.deepEqual(parseAuthority('API.example:8443'), { host: 'api.example', port: 8443 });
   assert.equal(parseAuthority('example.com'), undefined);
