@@ -192,6 +192,11 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const value = eq === -1 ? '' : formDecode(pair.slice(eq + 1), where, i);
     if (action.removes(value)) continue;
     const result: Scalar = action.apply(value, () => `${where}.${name}`);
+    // Detection that found nothing leaves the pair's bytes as they were.
+    if (action.byContent === true && result === value) {
+      out.push(pair);
+      continue;
+    }
     out.push(`${rawName}=${formEncode(result === null ? '' : String(result))}`);
   }
   return out.join('&');
