@@ -146,11 +146,13 @@ describe('manifest customer (DESIGN §12)', () => {
       cc: '5500 0000 0000 0004',
       notes: 'card 4111 1111 1111 1111, call 415-555-0132, mail jonathan@example.org, from 192.0.2.10',
       orderId: '4111111111111112',
+      invoice: '1234567812345670',
     };
     const m = run('Mask', doc);
     assert.equal(m.cc, '**** **** **** 0004');
     assert.equal(m.notes, 'card **** **** **** 1111, call ***-***-0132, mail j***@example.org, from ***.*.*.**');
     assert.equal(m.orderId, doc.orderId, 'a number failing Luhn is not a card');
+    assert.equal(m.invoice, doc.invoice, 'a Luhn-valid number without a card issuer prefix is not a card');
     const a = run('Anonymise', doc);
     assert.match(String(a.cc), /^[0-9a-f]{64}$/);
     assert.match(String(a.notes), /^card [0-9a-f]{64}, call REDACTED, mail [0-9a-f]{64}, from REDACTED$/);
