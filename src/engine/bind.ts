@@ -222,8 +222,18 @@ function bindContent(
   if (!scanner) return null;
   const kinds = new Map<DetectKind, BoundKind>();
   for (const kind of scanner.kinds) {
-    const ruled = bindRule(detection.byKind.get(kind)!);
-    if (ruled) kinds.set(kind, { kind, technique: ruled.technique, removes: ruled.rule.technique.removesField });
+    const field = detection.byKind.get(kind)!;
+    const rule = pickRule(field.rules.get(ruleJob), job.context);
+    if (!rule) continue;
+    // Bound on first use: most requests meet few kinds, and binding FPE prepares ciphers.
+    let technique: BoundTechnique | undefined;
+    kinds.set(kind, {
+      kind,
+      removes: rule.technique.removesField,
+      get technique() {
+        return (technique ??= bindRule(field)!.technique);
+      },
+    });
   }
   if (kinds.size === 0) return null;
   const mode: ContentMode =
