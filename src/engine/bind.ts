@@ -3,6 +3,7 @@
 // that cannot be protected is recorded (location and reason) and replaced by a stand-in.
 
 import { DpgError, type ValueFailure } from '../core/errors.ts';
+import { safeLocation } from '../core/safe-name.ts';
 import { REVERSE_OF, type ForwardJobType, type JobSpec, type ProtectSummary, type Scalar } from '../core/types.ts';
 import type { FieldAction, FieldResolver } from '../formats/codec.ts';
 import type { CompiledField, CompiledManifest, CompiledRule } from '../manifest/compile.ts';
@@ -38,7 +39,9 @@ export class RunState {
   fail(location: string | (() => string), reason: string): string {
     this.summary.failed++;
     if (this.summary.failures.length < MAX_LISTED_FAILURES) {
-      this.summary.failures.push({ location: typeof location === 'string' ? location : location(), reason });
+      // Codecs build locations from indexes and plain names only; this is the last check before a
+      // location reaches a response or a log, for builders outside the codecs (proxy forms).
+      this.summary.failures.push({ location: safeLocation(typeof location === 'string' ? location : location()), reason });
     }
     return this.standIn;
   }

@@ -10,7 +10,7 @@ import type { Codecs } from '../formats/registry.ts';
 import { createFlatTableCsvStream } from '../formats/list/csv-writer.ts';
 import { createListProtectStream } from '../formats/list/codec.ts';
 import { flattenJsonStream } from '../formats/json/flatten-stream.ts';
-import { protectJsonValue } from '../formats/json/codec.ts';
+import { protectJsonText } from '../formats/json/protect-text.ts';
 import type { Engine } from './types.ts';
 
 export interface CsvOutputLimits {
@@ -88,7 +88,7 @@ export function protectToCsv(
       try {
         const csv = await flattenJsonStream(input, {
           maxDepth: limits.maxDepth,
-          protectElement: (element) => protectJsonValue(element, prepared.resolver, limits),
+          protectElement: (elementText, index) => protectJsonText(elementText, prepared.resolver, limits, undefined, `JSON array element ${index}`),
           beforeRelease: () => settle.resolve(prepared.finish()),
         });
         return csv;

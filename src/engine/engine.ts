@@ -3,6 +3,7 @@
 
 import type { Readable } from 'node:stream';
 import { ConfigError, DpgError, type ConfigProblem } from '../core/errors.ts';
+import { safeName } from '../core/safe-name.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobSpec, ProtectSummary, Scalar } from '../core/types.ts';
 import type { Keyring } from '../crypto/keyring.ts';
@@ -11,7 +12,7 @@ import { loadManifestDir } from '../manifest/load.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
-import { parseJsonText, protectJsonValue } from '../formats/json/codec.ts';
+import { protectJsonText } from '../formats/json/protect-text.ts';
 import { protectToCsv } from './csv-output.ts';
 import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
 
@@ -116,8 +117,9 @@ export class ProtectionEngine implements Engine {
             continue;
           }
           // Each cell is a JSON document; its fields are matched by the manifest's rules, and a
-          // label with a rule of its own covers the whole document, as a matched key would.
-          out[r]![c] = JSON.stringify(protectJsonValue(parseCell(cell, r, labels[c]!), prepared.resolver, this.limits, action));
+          // label with a rule of its own covers the whole document, as a matched key would. Like
+          // every JSON door, the cell keeps every byte but its protected values.
+          out[r]![c] = protectJsonText(cell, prepared.resolver, this.limits, action, `Row ${r}, column ${safeName(labels[c]!.trim())}: JSON`);
         }
       }
     } else {
@@ -133,7 +135,8 @@ export class ProtectionEngine implements Engine {
           for (let r = 0; r < out.length; r++) out[r]![c] = keepEmpty && column[r] === '' ? '' : standIn;
           continue;
         }
-        const protectedColumn = action.applyBatch(column, (r) => `row ${r}, column ${label}`);
+        const shown = safeName(label.trim());
+        const protectedColumn = action.applyBatch(column, (r) => `row ${r}, column ${shown}`);
         for (let r = 0; r < out.length; r++) out[r]![c] = scalarToCell(protectedColumn[r]!);
       }
     }
@@ -142,14 +145,6 @@ export class ProtectionEngine implements Engine {
 
   protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {
     return protectToCsv(this, this.codecs, this.limits, job, input);
-  }
-}
-
-function parseCell(cell: string, row: number, label: string): unknown {
-  try {
-    return parseJsonText(cell);
-  } catch (err) {
-    throw new DpgError('MALFORMED_DATA_SET', `Row ${row}, column ${label}: ${(err as Error).message}`);
   }
 }
 

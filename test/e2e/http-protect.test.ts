@@ -24,7 +24,8 @@ function trickyEngine(): Engine {
       if (job.manifestName === 'explode') throw new TypeError(`cannot read ${JSON.stringify(dataSet)}`);
       // A multi-line message whose later lines quote the payload, one of them shaped like a frame.
       if (job.manifestName === 'explode-lines') {
-        const card = (dataSet as { cardNumber: string }).cardNumber;
+        // The door hands JSON over as the text the client wrote.
+        const card = (JSON.parse(dataSet as string) as { cardNumber: string }).cardNumber;
         throw new SyntaxError(`cannot read\nnear ${card}\n    at ${card} (payload:1:1)`);
       }
       return real.protectDocument(job, dataSet);

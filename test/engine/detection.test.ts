@@ -165,6 +165,11 @@ describe('detection: reversal and failures', () => {
         !err.message.includes('AAAA'),
     );
     assert.deepEqual(doc('Decrypt', tampered, 'JSON', { silentMode: true, useRestrictedText: true, restrictedText: '[x]' }), { notes: '[x]' });
+    // A key that is not a plain name is withheld from the location; the detected kind stays.
+    assert.throws(
+      () => doc('Decrypt', { 'jane.doe@example.com': tampered.notes }),
+      (err: unknown) => err instanceof DpgError && JSON.stringify(err.errors) === JSON.stringify([{ location: '$[?] (detected token)', reason: 'INVALID_CIPHERTEXT' }]),
+    );
   });
 
   it('a kind whose rule removes the field (ssn across borders) removes a whole value and cuts a span', () => {

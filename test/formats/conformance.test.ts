@@ -19,6 +19,8 @@ const MASKED: Record<string, string> = {
 
 interface CodecCase {
   readonly type: DataSetType;
+  /** Tells two cases of one type apart. */
+  readonly label?: string;
   readonly sqlDialect?: string;
   /** Holds Jane Doe (name), the card and the ssn, plus untouched data. */
   readonly document: string;
@@ -33,6 +35,15 @@ const cases: CodecCase[] = [
     document: '{"name":"Jane Doe","cardNumber":"4111 1111 1111 1111","ssn":"123-45-6789","note":"keep me","n":42}',
     restricted: '{"name":"Jane Doe","cardNumber":"4111 1111 1111 1111","note":"keep me","n":42}',
     malformed: '{"name":"Jane Doe","cardNumber":"4111 1111 1111 1111",',
+  },
+  {
+    type: 'JSON',
+    label: 'as written (big integers, spacing, escapes, duplicate keys)',
+    document:
+      '{\n  "orderId": 12345678901234567890,\n  "name": "Jane Doe",\n  "cardNumber": "4111 1111 1111 1111",\n  "ssn": "123-45-6789",\n  "note": "caf\\u00e9 \\"keep\\" me",\n  "n": 1.50e+2,\n  "name": "Jane Doe"\n}\n',
+    restricted:
+      '{\n  "orderId": 12345678901234567890,\n  "name": "Jane Doe",\n  "cardNumber": "4111 1111 1111 1111",\n  "note": "caf\\u00e9 \\"keep\\" me",\n  "n": 1.50e+2,\n  "name": "Jane Doe"\n}\n',
+    malformed: '{\n  "name": "Jane Doe",\n  "cardNumber": 4111 1111 1111 1111\n}',
   },
   {
     type: 'XML',
@@ -52,6 +63,16 @@ const cases: CodecCase[] = [
     malformed: "INSERT INTO customers (name, cardNumber VALUES ('Jane Doe', '4111 1111 1111 1111'",
   },
   {
+    type: 'SQL',
+    label: 'MySQL with executable and line comments',
+    sqlDialect: 'mysql',
+    document:
+      "/*!40101 SET NAMES utf8mb4 */;\nINSERT INTO customers (name, cardNumber, ssn, note) VALUES ('Jane Doe', /*!'4111 1111 1111 1111'*/, '123-45-6789', 'keep me') # trailing\n;\nUPDATE customers SET note = \"x\" WHERE cardNumber = '4111 1111 1111 1111'; -- done\n",
+    restricted:
+      "/*!40101 SET NAMES utf8mb4 */;\nINSERT INTO customers (name, cardNumber, note) VALUES ('Jane Doe', /*!'4111 1111 1111 1111'*/, 'keep me') # trailing\n;\nUPDATE customers SET note = \"x\" WHERE cardNumber = '4111 1111 1111 1111'; -- done\n",
+    malformed: "INSERT INTO customers (name) VALUES ('Jane Doe') /*!50001 , ('4111 1111 1111 1111') */;",
+  },
+  {
     type: 'LIST',
     document: 'name,cardNumber,ssn,note\r\nJane Doe,4111 1111 1111 1111,123-45-6789,keep me\r\n"Jane Doe","4111 1111 1111 1111",123-45-6789,"a, b"\r\n',
     restricted: 'name,cardNumber,note\r\nJane Doe,4111 1111 1111 1111,keep me\r\nJane Doe,4111 1111 1111 1111,"a, b"\r\n',
@@ -65,7 +86,7 @@ function run(c: CodecCase, jobType: JobType, text: string): string {
 }
 
 for (const c of cases) {
-  describe(`codec conformance: ${c.type}`, () => {
+  describe(`codec conformance: ${c.type}${c.label ? ` ${c.label}` : ''}`, () => {
     it('Mask changes only the protected values; every other byte is unchanged', () => {
       let expected = c.document;
       for (const [clear, masked] of Object.entries(MASKED)) expected = expected.split(clear).join(masked);

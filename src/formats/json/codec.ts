@@ -1,11 +1,16 @@
-// JSON codec: parse once, protect in place, serialise once. A key whose name (or path) matches a rule
-// protects every scalar beneath it, so `"name": {"first": …}` is not left in clear; a nested key
-// with its own rule wins. Keys such as `__proto__` stay plain data (JSON.parse makes them own
-// properties; writes go through defineProperty).
+// JSON codec. Text in, text out: protected values are replaced where they stand and every other
+// byte is kept (protect-text.ts), so an upstream reads exactly what the client sent except for the
+// protected values. A key whose name (or path) matches a rule protects every scalar beneath it, so
+// `"name": {"first": …}` is not left in clear; a nested key with its own rule wins. A value the
+// doors already parsed (the DocumentCodec contract allows it) is walked in place instead; keys such
+// as `__proto__` stay plain data there too (JSON.parse makes them own properties; writes go through
+// defineProperty).
 
 import { DpgError } from '../../core/errors.ts';
+import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
+import { protectJsonText } from './protect-text.ts';
 
 export interface JsonLimits {
   /** Deepest nesting accepted. */
@@ -15,32 +20,13 @@ export interface JsonLimits {
 const DEFAULT_LIMITS: JsonLimits = { maxDepth: 256 };
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-/** Parses JSON text, reporting a position but never the text itself. */
-export function parseJsonText(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new DpgError('MALFORMED_DATA_SET', `JSON does not parse${positionOf(text, err)}`);
-  }
-}
-
-function positionOf(text: string, err: unknown): string {
-  const m = /position (\d+)/.exec(err instanceof Error ? err.message : '');
-  if (!m) return text.trim() === '' ? ': the document is empty' : '';
-  const pos = Number(m[1]);
-  let line = 1;
-  let col = 1;
-  for (let i = 0; i < pos && i < text.length; i++) {
-    if (text.charCodeAt(i) === 10) {
-      line++;
-      col = 1;
-    } else col++;
-  }
-  return ` at line ${line}, column ${col}`;
-}
-
 function childPath(parent: string, key: string): string {
   return IDENTIFIER.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key)}]`;
+}
+
+/** A location for failure reports: keys that are not plain names are withheld (`$.a[?]`). */
+function childLocation(parent: string, key: string): string {
+  return isSafeName(key) ? `${parent}.${key}` : `${parent}[${WITHHELD}]`;
 }
 
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
@@ -80,6 +66,12 @@ class JsonWalker {
     return typeof last === 'number' ? `${p}[${last}]` : childPath(p, last);
   }
 
+  private locationTo(last: string | number): string {
+    let p = '$';
+    for (const step of this.trail) p = typeof step === 'number' ? `${p}[${step}]` : childLocation(p, step);
+    return typeof last === 'number' ? `${p}[${last}]` : childLocation(p, last);
+  }
+
   /** `loose`: the action for scalars of arrays reached without passing a key (see run). */
   private visit(node: object, inherited: FieldAction | undefined, depth: number, loose?: FieldAction): void {
     if (depth > this.limits.maxDepth) {
@@ -94,7 +86,7 @@ class JsonWalker {
           trail.push(i);
           this.visit(v, inherited, depth + 1, loose);
           trail.pop();
-        } else if (action) node[i] = action.apply(v as Scalar, () => this.pathTo(i));
+        } else if (action) node[i] = action.apply(v as Scalar, () => this.locationTo(i));
       }
       return;
     }
@@ -119,7 +111,7 @@ class JsonWalker {
         this.visit(v, action, depth + 1);
         trail.pop();
       } else {
-        const out = action.apply(v as Scalar, () => this.pathTo(key));
+        const out = action.apply(v as Scalar, () => this.locationTo(key));
         if (out !== v) setOwn(obj, key, out);
       }
     }
@@ -143,10 +135,7 @@ export function createJsonCodec(limits: JsonLimits = DEFAULT_LIMITS): DocumentCo
   return {
     type: 'JSON',
     protect(input: string | unknown, resolver: FieldResolver, _options: CodecOptions): string | unknown {
-      if (typeof input === 'string') {
-        const out = protectJsonValue(parseJsonText(input), resolver, limits);
-        return JSON.stringify(out);
-      }
+      if (typeof input === 'string') return protectJsonText(input, resolver, limits);
       return protectJsonValue(input, resolver, limits);
     },
   };

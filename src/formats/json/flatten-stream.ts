@@ -11,14 +11,15 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { DpgError } from '../../core/errors.ts';
 import { RFC4180_DIALECT, UTF8_BOM, createFieldFormatter, formatCsvRow, type CsvDialect } from '../list/csv-writer.ts';
-import { ColumnSet, DEFAULT_FLATTEN_LIMITS, denseRow, flattenRow, parseJsonText, type FlattenLimits, type SparseRow } from './flatten.ts';
+import { ColumnSet, DEFAULT_FLATTEN_LIMITS, denseRow, flattenTextRow, type FlattenLimits, type SparseRow } from './flatten.ts';
 
 export interface JsonStreamFlattenOptions extends FlattenLimits {
   /**
-   * Protects one parsed element before it is flattened (e.g. the JSON codec bound to the
-   * request's resolver); `index` is the element's position in the array. Default: unchanged.
+   * Protects one element's JSON text before it is flattened (e.g. the JSON codec bound to the
+   * request's resolver) and returns the protected text; `index` is the element's position in the
+   * array. Text in and out, so numbers keep their digits into the CSV. Default: unchanged.
    */
-  readonly protectElement?: (element: unknown, index: number) => unknown;
+  readonly protectElement?: (elementText: string, index: number) => string;
   /** Called once every element is protected and before any output exists (PreparedJob.finish/check). */
   readonly beforeRelease?: () => void;
   /** Bytes of one element's JSON text (default 16 MiB); more is PAYLOAD_TOO_LARGE. */
@@ -43,14 +44,13 @@ const OUTPUT_CHUNK_CHARS = 64 * 1024;
 export async function flattenJsonStream(input: AsyncIterable<Uint8Array | string>, options: JsonStreamFlattenOptions = {}): Promise<Readable> {
   const columns = new ColumnSet(options.maxColumns ?? DEFAULT_FLATTEN_LIMITS.maxColumns);
   const maxDepth = options.maxDepth ?? DEFAULT_FLATTEN_LIMITS.maxDepth;
-  const protect = options.protectElement ?? ((element: unknown) => element);
+  const protect = options.protectElement ?? ((elementText: string) => elementText);
   const spool = new RowSpool(options.memoryBudgetBytes ?? DEFAULT_MEMORY_BUDGET, options.tempDir ?? tmpdir());
   const splitter = new JsonArraySplitter(options.maxElementBytes ?? DEFAULT_MAX_ELEMENT_BYTES);
   try {
     let index = 0;
     const onElement = (text: string): void => {
-      const element = parseJsonText(text, `JSON array element ${index}`);
-      spool.add(flattenRow(protect(element, index), columns, maxDepth));
+      spool.add(flattenTextRow(protect(text, index), columns, maxDepth, `JSON array element ${index}`));
       index++;
     };
     for await (const chunk of input) {
@@ -190,7 +190,7 @@ function isJsonSpace(c: number): boolean {
 
 /**
  * Cuts a top-level JSON array into element texts (bytes between top-level commas), tracking
- * nesting and strings only; JSON.parse validates each element. Whitespace, a leading BOM and
+ * nesting and strings only; the JSON reader (text.ts) checks each element. Whitespace, a leading BOM and
  * arbitrary chunking are fine.
  */
 export class JsonArraySplitter {

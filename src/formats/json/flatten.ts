@@ -3,6 +3,7 @@
 
 import { DpgError } from '../../core/errors.ts';
 import type { FlatTable, Flattener } from '../codec.ts';
+import { JsonText, ScalarKind } from './text.ts';
 
 export interface FlattenLimits {
   /** Distinct column paths in one table (default 100,000); more is PAYLOAD_TOO_LARGE. */
@@ -84,6 +85,49 @@ function flattenInto(value: unknown, path: string, row: SparseRow, columns: Colu
   row[columns.indexOf(path || SCALAR_COLUMN)] = scalarText(value);
 }
 
+/**
+ * Flattens one row from JSON text, like flattenRow, but numbers keep the digits they were written
+ * with (`12345678901234567890` stays so; a parsed value would round it) and keys their document
+ * order. Duplicate keys write the same column, the last one winning, as a parser would.
+ */
+export function flattenTextRow(text: string, columns: ColumnSet, maxDepth: number = DEFAULT_FLATTEN_LIMITS.maxDepth, what = 'JSON'): SparseRow {
+  const row: SparseRow = [];
+  const reader = new JsonText(text, { maxDepth: Number.MAX_SAFE_INTEGER }, what);
+  reader.end(flattenTextInto(reader, reader.start(), '', row, columns, maxDepth, 0));
+  return row;
+}
+
+function flattenTextInto(reader: JsonText, p: number, path: string, row: SparseRow, columns: ColumnSet, maxDepth: number, depth: number): number {
+  const c = reader.text.charCodeAt(p);
+  if (c === 0x7b || c === 0x5b) {
+    if (depth >= maxDepth) {
+      throw new DpgError('MALFORMED_DATA_SET', `JSON nesting deeper than ${maxDepth} levels cannot be flattened`);
+    }
+    const closer = c === 0x7b ? 0x7d : 0x5d;
+    let q = reader.ws(p + 1);
+    if (reader.text.charCodeAt(q) === closer) {
+      row[columns.indexOf(path || SCALAR_COLUMN)] = c === 0x7b ? '{}' : '[]';
+      return q + 1;
+    }
+    for (let i = 0; ; i++) {
+      if (c === 0x7b) {
+        const keyEnd = reader.memberName(q);
+        const key = reader.stringValue(q, keyEnd, reader.hadEscape);
+        q = flattenTextInto(reader, reader.memberValue(keyEnd), joinKey(path, key), row, columns, maxDepth, depth + 1);
+      } else {
+        q = flattenTextInto(reader, q, path === '' ? String(i) : `${path}.${i}`, row, columns, maxDepth, depth + 1);
+      }
+      q = reader.separator(q, closer);
+      if (q < 0) return ~q;
+    }
+  }
+  const end = reader.scalarEnd(p);
+  const kind = reader.kind;
+  row[columns.indexOf(path || SCALAR_COLUMN)] =
+    kind === ScalarKind.String ? reader.stringValue(p, end, reader.hadEscape) : kind === ScalarKind.Null ? '' : reader.text.slice(p, end);
+  return end;
+}
+
 const NEEDS_BRACKETS = /[.[\]"]/;
 
 function joinKey(path: string, key: string): string {
@@ -111,31 +155,42 @@ export function denseRow(row: SparseRow, width: number): string[] {
   return dense;
 }
 
-/** Parses JSON text, reporting only a position on failure (engine messages may quote input). */
-export function parseJsonText(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    const position = /position (\d+)/.exec(err instanceof Error ? err.message : '')?.[1];
-    throw new DpgError(
-      'MALFORMED_DATA_SET',
-      position === undefined ? `${what} does not parse as JSON` : `${what} does not parse as JSON at position ${position}`,
-    );
-  }
-}
-
 /** The in-memory flattener with its own limits (`flattenJson` uses the defaults). */
 export function createJsonFlattener(limits: FlattenLimits = {}): Flattener {
   const maxDepth = limits.maxDepth ?? DEFAULT_FLATTEN_LIMITS.maxDepth;
   const maxColumns = limits.maxColumns ?? DEFAULT_FLATTEN_LIMITS.maxColumns;
   return (document) => {
-    const value = typeof document === 'string' ? parseJsonText(stripBom(document), 'JSON data set') : document;
     const columns = new ColumnSet(maxColumns);
-    const sparse = Array.isArray(value) ? value.map((element) => flattenRow(element, columns, maxDepth)) : [flattenRow(value, columns, maxDepth)];
+    const sparse = typeof document === 'string' ? flattenTextRows(stripBom(document), columns, maxDepth) : flattenValueRows(document, columns, maxDepth);
     const width = columns.names.length;
     const rows: Iterable<string[]> = { *[Symbol.iterator]() { for (const row of sparse) yield denseRow(row, width); } };
     return { columns: columns.names, rows } satisfies FlatTable;
   };
+}
+
+function flattenValueRows(value: unknown, columns: ColumnSet, maxDepth: number): SparseRow[] {
+  return Array.isArray(value) ? value.map((element) => flattenRow(element, columns, maxDepth)) : [flattenRow(value, columns, maxDepth)];
+}
+
+/** A top-level array gives one row per element, anything else one row; numbers keep their text. */
+function flattenTextRows(text: string, columns: ColumnSet, maxDepth: number): SparseRow[] {
+  const reader = new JsonText(text, { maxDepth: Number.MAX_SAFE_INTEGER }, 'JSON data set');
+  const p = reader.start();
+  if (text.charCodeAt(p) !== 0x5b) return [flattenTextRow(text, columns, maxDepth, 'JSON data set')];
+  const rows: SparseRow[] = [];
+  let q = reader.ws(p + 1);
+  if (text.charCodeAt(q) === 0x5d) q++;
+  else {
+    for (;;) {
+      const row: SparseRow = [];
+      q = reader.separator(flattenTextInto(reader, q, '', row, columns, maxDepth, 0), 0x5d);
+      rows.push(row);
+      if (q < 0) break;
+    }
+    q = ~q;
+  }
+  reader.end(q);
+  return rows;
 }
 
 function stripBom(text: string): string {

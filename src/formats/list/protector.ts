@@ -2,6 +2,7 @@
 // action is resolved once, data rows are protected in small batches (one applyBatch per column)
 // and written back in the input's own delimiter, line ending and byte order mark.
 
+import { safeName } from '../../core/safe-name.ts';
 import { DpgError } from '../../core/errors.ts';
 import type { Scalar } from '../../core/types.ts';
 import type { FieldAction, FieldResolver } from '../codec.ts';
@@ -188,7 +189,9 @@ function protectColumn(batch: string[][], lines: number[], column: ProtectedColu
     }
   }
   if (values.length === 0) return;
-  const results = action.applyBatch(values, (k) => `line ${lines[rowOf[k]]}, column ${name}`);
+  // A header is client text (it may be an e-mail address): shown only when it is a plain name.
+  const shown = safeName(name);
+  const results = action.applyBatch(values, (k) => `line ${lines[rowOf[k]]}, column ${shown}`);
   for (let k = 0; k < rowOf.length; k++) batch[rowOf[k]][index] = cellText(results[k]);
 }
 

@@ -2,6 +2,7 @@
 // comparisons) by splicing new literals into the original text; every other byte stays as written.
 
 import { DpgError } from '../../core/errors.ts';
+import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
 import type { SqlBinding } from './bindings.ts';
@@ -52,6 +53,8 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
       return slot.token.text === 'TRUE';
     case 'number':
       return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative);
+    case 'name':
+      return slot.token.text;
     default:
       return decodeString(script.sql, slot.token, script.dialect);
   }
@@ -89,7 +92,7 @@ class ScriptProtector {
           // An unknown comparison never widens what a WHERE matches: the safe stand-in for a removed value.
           this.replace(slot, 'NULL');
         } else {
-          this.applyOne(action, slot, value, path ?? cmp.column.name);
+          this.applyOne(action, slot, value, this.label(st, cmp.column, undefined));
         }
       }
     }
@@ -101,7 +104,7 @@ class ScriptProtector {
         const action = this.action(assignment.column.name, path);
         if (action === undefined) return;
         if (action.removes(this.itemValue(assignment.item))) removed.push(k);
-        else this.applyItem(action, assignment.item, path ?? assignment.column.name);
+        else this.applyItem(action, assignment.item, this.label(st, assignment.column, list.table));
       });
       if (removed.length === 0) continue;
       if (removed.length === list.items.length) {
@@ -131,15 +134,16 @@ class ScriptProtector {
         removed.push(c);
         return;
       }
+      const label = this.label(st, column, insert.table);
       const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
+      for (const item of literals) if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
       if (literals.length > 0) {
         const slots = literals.map((item) => item.literal!);
         const values = slots.map((slot) => literalValue(this.script, slot));
-        const label = path ?? column.name;
         const results = action.applyBatch(values, (k) => `${label} at ${this.where(slots[k].start)}`);
         for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
       }
-      for (const item of items) if (item.literal === undefined) this.applyItem(action, item, path ?? column.name);
+      for (const item of items) if (item.literal === undefined) this.applyItem(action, item, label);
     });
     if (removed.length === 0) return;
     if (removed.length === insert.columns.length) {
@@ -227,9 +231,29 @@ class ScriptProtector {
   /** `table.column` when paths are in use; the table comes from the qualifier, the list's table or the statement's only table. */
   private pathOf(st: SqlStatement, column: ColumnName, table: string | undefined): string | undefined {
     if (!this.resolver.usesPaths) return undefined;
-    const owner =
-      column.qualifier !== undefined ? (st.tables.get(column.qualifier.toLowerCase()) ?? column.qualifier) : (table ?? st.defaultTable);
+    const owner = this.ownerOf(st, column, table);
     return owner === undefined ? column.name : `${owner}.${column.name}`;
+  }
+
+  private ownerOf(st: SqlStatement, column: ColumnName, table: string | undefined): string | undefined {
+    return column.qualifier !== undefined ? (st.tables.get(column.qualifier.toLowerCase()) ?? column.qualifier) : (table ?? st.defaultTable);
+  }
+
+  /**
+   * The column as failure locations and messages show it: like its path, but a name that is not a
+   * plain identifier (a quoted `"jane@example.com"` column, say) is withheld.
+   */
+  private label(st: SqlStatement, column: ColumnName, table: string | undefined): string {
+    const owner = this.resolver.usesPaths ? this.ownerOf(st, column, table) : undefined;
+    return owner === undefined ? safeName(column.name) : `${safeName(owner)}.${safeName(column.name)}`;
+  }
+
+  /** A `"…"` name bound to a protected column, where the server may read it as a string. */
+  private nameRefused(slot: LiteralSlot, label: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(slot.start)} gives protected column ${label} a double-quoted name, which ${this.dialect.name} reads as a string when no column has that name; write strings in single quotes`,
+    );
   }
 
   private where(offset: number): string {
@@ -244,6 +268,7 @@ class ScriptProtector {
   }
 
   private applyItem(action: FieldAction, item: ValueItem, column: string): void {
+    if (item.literal?.kind === 'name') throw this.nameRefused(item.literal, column);
     if (item.literal !== undefined) {
       if (!this.edited.has(item.literal.start)) this.applyOne(action, item.literal, literalValue(this.script, item.literal), column);
       return;
@@ -264,12 +289,12 @@ class ScriptProtector {
     const protectedColumn = (binding: SqlBinding): string | undefined => {
       for (const column of binding.columns) {
         const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
-        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${column}`;
+        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
       }
       for (const column of binding.columns) {
         // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
         if (column === '*') return 'a column the INSERT does not name';
-        if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${column}, which is read into a protected column`;
+        if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${safeName(column)}, which is read into a protected column`;
       }
       return undefined;
     };
@@ -303,6 +328,7 @@ class ScriptProtector {
   }
 
   private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
+    if (slot.kind === 'name') throw this.nameRefused(slot, label);
     const result = action.apply(value, () => `${label} at ${this.where(slot.start)}`);
     this.write(slot, value, result);
   }

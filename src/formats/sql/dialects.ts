@@ -1,5 +1,7 @@
 // The SQL dialects we accept and what differs between them lexically: which quotes make strings
-// and which make identifiers, whether backslash escapes, which comments exist, how to write a string.
+// and which make identifiers, whether backslash escapes, which comments exist (and whether they
+// nest or execute), how to write a string. Each reads the way the dialect's server reads by
+// default; where servers of one dialect disagree, the construct is refused (docs/data-types/sql.md).
 
 import { DpgError } from '../../core/errors.ts';
 
@@ -28,8 +30,31 @@ export interface SqlDialect {
   readonly bracketIdentifiers: boolean;
   readonly hashComments: boolean;
   readonly slashSlashComments: boolean;
-  /** `$$…$$` / `$tag$…$tag$` strings. */
+  /** `$$…$$` strings. */
   readonly dollarStrings: boolean;
+  /** Dollar quotes may carry a tag, `$tag$…$tag$` (PostgreSQL); Snowflake has `$$…$$` only. */
+  readonly dollarTags: boolean;
+  /**
+   * `--` starts a comment only when white space or a control character (or the end) follows it
+   * (MySQL, MariaDB): `0 --'4111'` is `0 - (-'4111')` there, an expression, not a comment.
+   */
+  readonly dashCommentNeedsSpace: boolean;
+  /**
+   * `/* … *\/` inside a block comment: 'nest' (PostgreSQL, T-SQL count the levels), 'flat' (SQLite:
+   * the first `*\/` ends it), 'refuse' (servers differ or deprecate nesting: the request is refused).
+   */
+  readonly nestedComments: 'nest' | 'flat' | 'refuse';
+  /** MySQL and MariaDB run the text of `/*! … *\/`, `/*!50001 … *\/` and `/*M! … *\/` as SQL. */
+  readonly executableComments: boolean;
+  /** `''` inside a string is one quote (false in BigQuery, where it ends the string). */
+  readonly doubledQuoteEscape: boolean;
+  /**
+   * A `"…"` name may be read as a string: SQLite does so when no column has the name, T-SQL when
+   * QUOTED_IDENTIFIER is OFF. Bound to a protected column, such a token is refused.
+   */
+  readonly doubleQuotedNameMayBeString: boolean;
+  /** `1abc` is an identifier (MySQL family); elsewhere a number glued to letters is refused. */
+  readonly digitLedIdentifiers: boolean;
   /** How a boolean result is written. */
   readonly booleans: readonly [string, string];
 }
@@ -43,6 +68,13 @@ const base = {
   hashComments: false,
   slashSlashComments: false,
   dollarStrings: false,
+  dollarTags: false,
+  dashCommentNeedsSpace: false,
+  nestedComments: 'refuse',
+  executableComments: false,
+  doubledQuoteEscape: true,
+  doubleQuotedNameMayBeString: false,
+  digitLedIdentifiers: false,
   booleans: ['FALSE', 'TRUE'],
 } as const;
 
@@ -52,20 +84,33 @@ const mysqlFamily = {
   backslashEscapes: true,
   backtickIdentifiers: true,
   hashComments: true,
+  dashCommentNeedsSpace: true,
+  executableComments: true,
+  digitLedIdentifiers: true,
 } as const;
 
 const dialects: Record<SqlDialectName, SqlDialect> = {
   mysql: { ...mysqlFamily, name: 'mysql', parserDatabase: 'mysql' },
   mariadb: { ...mysqlFamily, name: 'mariadb', parserDatabase: 'mariadb' },
-  postgresql: { ...base, name: 'postgresql', parserDatabase: 'postgresql', dollarStrings: true },
+  postgresql: { ...base, name: 'postgresql', parserDatabase: 'postgresql', dollarStrings: true, dollarTags: true, nestedComments: 'nest' },
   transactsql: {
     ...base,
     name: 'transactsql',
     parserDatabase: 'transactsql',
     bracketIdentifiers: true,
+    nestedComments: 'nest',
+    doubleQuotedNameMayBeString: true,
     booleans: ['0', '1'],
   },
-  sqlite: { ...base, name: 'sqlite', parserDatabase: 'sqlite', backtickIdentifiers: true, bracketIdentifiers: true },
+  sqlite: {
+    ...base,
+    name: 'sqlite',
+    parserDatabase: 'sqlite',
+    backtickIdentifiers: true,
+    bracketIdentifiers: true,
+    nestedComments: 'flat',
+    doubleQuotedNameMayBeString: true,
+  },
   bigquery: {
     ...base,
     name: 'bigquery',
@@ -75,6 +120,7 @@ const dialects: Record<SqlDialectName, SqlDialect> = {
     quoteEscape: "\\'",
     backtickIdentifiers: true,
     hashComments: true,
+    doubledQuoteEscape: false,
   },
   snowflake: {
     ...base,

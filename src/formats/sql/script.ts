@@ -7,6 +7,7 @@ import type { SqlDialect } from './dialects.ts';
 import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYMMETRIC_OPS } from './ast.ts';
 import { collectBindings, type SqlBinding } from './bindings.ts';
 import { parseSqlStatements, type SqlAst } from './parser.ts';
+import { guardScript } from './script-guards.ts';
 import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
@@ -19,7 +20,11 @@ export interface SqlLimits {
 
 export const DEFAULT_SQL_LIMITS: SqlLimits = { maxLength: 16 * 1024 * 1024, maxStatements: 100_000, maxDepth: 64 };
 
-export type LiteralKind = 'string' | 'number' | 'null' | 'bool';
+/**
+ * `name`: a `"…"` name in a dialect where the server may read it as a string (SQLite, T-SQL):
+ * found where a literal would be, so that a protected column bound to one is refused.
+ */
+export type LiteralKind = 'string' | 'number' | 'null' | 'bool' | 'name';
 
 /** One literal in the source: the span replaced (a leading minus included) and the literal token. */
 export interface LiteralSlot {
@@ -121,16 +126,26 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script is longer than ${limits.maxLength} characters`);
   }
   const positions = new SourcePositions(sql);
-  const tokens = tokenizeSql(sql, dialect, positions, limits);
+  const { tokens, hidden } = tokenizeSql(sql, dialect, positions, limits);
   const segments = splitStatements(tokens);
   if (segments.length > limits.maxStatements) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
   }
-  const asts = segments.length === 0 ? [] : parseSqlStatements(parserText(sql, tokens, dialect), dialect, positions);
-  if (asts.length !== segments.length) {
+  // Statements the guard settles itself (SET NAMES, which the parser's grammars lack) are hidden
+  // from the parser and stand in the list as bare `set` trees.
+  const settled = guardScript(sql, dialect, tokens, segments, positions);
+  const hide = [...hidden];
+  for (const k of settled) {
+    const seg = segments[k];
+    hide.push(tokens[seg.first].start, seg.semi === -1 ? tokens[seg.end - 1].end : tokens[seg.semi].end);
+  }
+  const parsed = segments.length === settled.size ? [] : parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+  const asts: SqlAst[] = [];
+  for (let k = 0, p = 0; k < segments.length; k++) asts.push(settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {}));
+  if (parsed.length + settled.size !== segments.length) {
     throw new DpgError(
       'MALFORMED_DATA_SET',
-      `SQL script could not be split into statements (${segments.length} found, the parser read ${asts.length}); end every statement with ';'`,
+      `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + settled.size}); end every statement with ';'`,
     );
   }
   const reader = new StatementReader(sql, dialect, tokens);
@@ -139,22 +154,54 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
 }
 
 /**
- * The text handed to node-sql-parser. Its grammars read a backslash as an escape in every dialect,
- * though in PostgreSQL, T-SQL and SQLite '\' is a complete string: such backslashes are swapped
- * for '_' (same length, so positions hold) and the cross-check keys do the same.
+ * The text handed to node-sql-parser, same length as the script so positions hold. The parser must
+ * read the statements the lexer read, so what the dialect's server reads as a comment is blanked
+ * (the parser's own comment rules differ: it takes MySQL's `--'x'` for a comment), as are the
+ * markers of executable comments, whose text is SQL. A `--` that is two minus signs (MySQL) becomes
+ * `-+`, which has the same shape for the parser. And its grammars read a backslash as an escape in
+ * every dialect, though in PostgreSQL, T-SQL and SQLite '\' is a complete string: such
+ * backslashes are swapped for '_' and the cross-check keys do the same.
  */
-function parserText(sql: string, tokens: readonly SqlToken[], dialect: SqlDialect): string {
-  if (dialect.backslashEscapes) return sql;
+function parserText(sql: string, tokens: readonly SqlToken[], hidden: readonly number[], dialect: SqlDialect): string {
+  const edits: [number, number, string][] = [];
+  // Hidden ranges can overlap (a settled statement holds an executable comment's markers): merge them.
+  const ranges: [number, number][] = [];
+  for (let k = 0; k < hidden.length; k += 2) ranges.push([hidden[k], hidden[k + 1]]);
+  ranges.sort((x, y) => x[0] - y[0]);
+  const merged: [number, number][] = [];
+  for (const [start, end] of ranges) {
+    const top = merged[merged.length - 1];
+    if (top !== undefined && start <= top[1]) top[1] = Math.max(top[1], end);
+    else merged.push([start, end]);
+  }
+  for (const [start, end] of merged) edits.push([start, end, blank(sql, start, end)]);
+  for (let k = 1; k < tokens.length; k++) {
+    const a = tokens[k - 1];
+    const b = tokens[k];
+    if (a.kind === 'op' && b.kind === 'op' && a.text === '-' && b.text === '-' && a.end === b.start) edits.push([b.start, b.end, '+']);
+  }
+  if (!dialect.backslashEscapes) {
+    for (const t of tokens) {
+      if (t.kind !== 'string' || !plainBackslashes(t, dialect)) continue;
+      const content = sql.slice(t.contentStart, t.contentEnd);
+      if (content.includes('\\')) edits.push([t.contentStart, t.contentEnd, content.replaceAll('\\', '_')]);
+    }
+  }
+  if (edits.length === 0) return sql;
+  edits.sort((x, y) => x[0] - y[0]);
   let out = '';
   let cursor = 0;
-  for (const t of tokens) {
-    if (t.kind !== 'string' || !plainBackslashes(t, dialect)) continue;
-    const content = sql.slice(t.contentStart, t.contentEnd);
-    if (!content.includes('\\')) continue;
-    out += sql.slice(cursor, t.contentStart) + content.replaceAll('\\', '_');
-    cursor = t.contentEnd;
+  for (const [start, end, text] of edits) {
+    if (start < cursor) continue; // inside a hidden range already blanked
+    out += sql.slice(cursor, start) + text;
+    cursor = end;
   }
-  return cursor === 0 ? sql : out + sql.slice(cursor);
+  return out + sql.slice(cursor);
+}
+
+/** Spaces in place of [start, end), line breaks kept so the parser's line numbers stay right. */
+function blank(sql: string, start: number, end: number): string {
+  return sql.slice(start, end).replace(/[^\n]/g, ' ');
 }
 
 /** A backslash in this string token is an ordinary character. */
@@ -426,6 +473,7 @@ class StatementReader {
     if (t === undefined || i >= to) return undefined;
     if (t.kind === 'string') return [{ start: t.start, end: t.end, token: t, kind: 'string', negative: false }, i + 1];
     if (t.kind === 'number') return [{ start: t.start, end: t.end, token: t, kind: 'number', negative: false }, i + 1];
+    if (this.mayBeString(t)) return [{ start: t.start, end: t.end, token: t, kind: 'name', negative: false }, i + 1];
     if (t.kind === 'op' && (t.text === '-' || t.text === '+') && this.tokens[i + 1]?.kind === 'number' && i + 1 < to) {
       const num = this.tokens[i + 1];
       return [{ start: t.start, end: num.end, token: num, kind: 'number', negative: t.text === '-' }, i + 2];
@@ -450,8 +498,14 @@ class StatementReader {
     for (let i = a; i < b; i++) {
       const t = this.tokens[i];
       if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
+      else if (this.mayBeString(t)) inner.push({ start: t.start, end: t.end, token: t, kind: 'name', negative: false });
     }
     return { start, end, literal: undefined, inner };
+  }
+
+  /** A `"…"` name the server may read as a string (SQLite without such a column; T-SQL with QUOTED_IDENTIFIER OFF). */
+  private mayBeString(t: SqlToken): boolean {
+    return t.kind === 'ident' && t.quote === '"' && this.dialect.doubleQuotedNameMayBeString;
   }
 
   /** An INSERT … SELECT list item: a value, possibly followed by `[AS] alias` (kept in the item's span). */
@@ -523,7 +577,8 @@ class StatementReader {
       if (left !== undefined) {
         const slots = this.rightOperands(t, k + 1, seg.end);
         if (slots.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots });
-        continue;
+        // `"4111…" = card` in SQLite: the left side is a name that may be a string; read it the other way round too.
+        if (!this.mayBeString(this.tokens[k - 1])) continue;
       }
       if (symbolic && SYMMETRIC_OPS.has(t.text)) {
         // literal op column
@@ -586,6 +641,8 @@ export function tokenLiteralKey(sql: string, slot: LiteralSlot): string {
       return 'null';
     case 'bool':
       return 'bool:' + t.text;
+    case 'name':
+      return 'name';
     case 'number': {
       const text = sql.slice(t.start, t.end);
       if (/^0x/i.test(text)) return 's';

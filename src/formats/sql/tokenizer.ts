@@ -1,5 +1,8 @@
 // A dialect-aware SQL lexer: finds every literal, identifier and operator with its exact source span,
 // so protected literals can be spliced back into the original text without touching anything else.
+// Comments follow each dialect's own rules (MySQL's `-- ` needs a space, PostgreSQL's nest, MySQL
+// runs `/*! … */`), because a comment the server reads as code is code the gateway must protect;
+// where servers could read a construct two ways, the request is refused instead.
 
 import { DpgError } from '../../core/errors.ts';
 import type { SqlDialect } from './dialects.ts';
@@ -29,8 +32,20 @@ export interface SqlToken {
   /** string: the content between the quotes, still escaped as written. */
   readonly contentStart: number;
   readonly contentEnd: number;
-  /** string: the quote character (' or "), or '$' for dollar-quoted. */
+  /** string: the quote character (' or "), or '$' for dollar-quoted; ident: its opening quote (`"`, `` ` ``, `[`). */
   readonly quote: string;
+  /**
+   * The condition of the MySQL executable comment the token stands in (`!50001`, `M!`), which the
+   * server runs or skips by its version; '' for ordinary text and for `/*! … *\/`, which always runs.
+   */
+  readonly condition: string;
+}
+
+/** The tokens, and the source ranges a parser must not read (comments, executable-comment markers). */
+export interface SqlLexed {
+  readonly tokens: SqlToken[];
+  /** [start, end) pairs, in order. */
+  readonly hidden: number[];
 }
 
 export interface TokenizeLimits {
@@ -74,24 +89,35 @@ function isWordPart(c: number): boolean {
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
 }
+/** White space every dialect agrees on. A no-break space is not (MySQL and PostgreSQL read it as part of a name). */
+function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13 || c === 12 || c === 11;
+}
 
-function malformed(positions: SourcePositions, offset: number, reason: string): DpgError {
+export function malformed(positions: SourcePositions, offset: number, reason: string): DpgError {
   return new DpgError('MALFORMED_DATA_SET', `SQL does not parse at ${positions.describe(offset)}: ${reason}`);
 }
 
 /** Splits `sql` into tokens (comments and white space dropped). Throws MALFORMED_DATA_SET. */
-export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourcePositions, limits: TokenizeLimits): SqlToken[] {
+export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourcePositions, limits: TokenizeLimits): SqlLexed {
   const tokens: SqlToken[] = [];
+  const hidden: number[] = [];
   const n = sql.length;
   let depth = 0;
-  let i = 0;
+  let i = sql.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte order mark opens many saved T-SQL scripts
+  // Servers disagree about a NUL in the text (MySQL may end the statement there, PostgreSQL refuses it).
+  const nul = sql.indexOf('\0');
+  if (nul !== -1) throw malformed(positions, nul, 'a NUL character in the text is read differently by different servers');
+  /** The executable comment being read: where it opened, and its condition ('' = always runs). */
+  let execOpen = -1;
+  let condition = '';
 
-  const push = (kind: SqlTokenKind, start: number, end: number, text: string): void => {
-    tokens.push({ kind, start, end, text, prefix: '', contentStart: 0, contentEnd: 0, quote: '' });
+  const push = (kind: SqlTokenKind, start: number, end: number, text: string, quote = ''): void => {
+    tokens.push({ kind, start, end, text, prefix: '', contentStart: 0, contentEnd: 0, quote, condition });
   };
 
   /** Scans a quoted run starting at the opening quote; returns the offset after the closing quote. */
-  const scanQuoted = (open: number, quote: number, backslash: boolean, what: string): number => {
+  const scanQuoted = (open: number, quote: number, backslash: boolean, doubled: boolean, what: string): number => {
     let j = open + 1;
     for (;;) {
       if (j >= n) throw malformed(positions, open, `unterminated ${what}`);
@@ -102,6 +128,9 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       }
       if (c === quote) {
         if (sql.charCodeAt(j + 1) === quote) {
+          if (!doubled) {
+            throw malformed(positions, j, `${dialect.name} does not read a doubled quote as one quote; escape it with a backslash`);
+          }
           j += 2;
           continue;
         }
@@ -113,7 +142,10 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
 
   const pushString = (start: number, prefix: string, quoteAt: number, backslash: boolean): void => {
     const quote = sql.charCodeAt(quoteAt);
-    const end = scanQuoted(quoteAt, quote, backslash, 'string');
+    if (!dialect.doubledQuoteEscape && sql.charCodeAt(quoteAt + 1) === quote && sql.charCodeAt(quoteAt + 2) === quote) {
+      throw malformed(positions, quoteAt, 'triple-quoted strings are not accepted; use a quoted string with backslash escapes');
+    }
+    const end = scanQuoted(quoteAt, quote, backslash, dialect.doubledQuoteEscape, 'string');
     tokens.push({
       kind: 'string',
       start,
@@ -123,6 +155,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       contentStart: quoteAt + 1,
       contentEnd: end - 1,
       quote: String.fromCharCode(quote),
+      condition,
     });
   };
 
@@ -133,23 +166,98 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     return false;
   };
 
+  /** A line comment at `at` (its marker `width` long) runs to the end of the line. */
+  const lineComment = (at: number, width: number): void => {
+    if (execOpen >= 0) throw malformed(positions, at, 'a line comment inside an executable comment (/*! … */) is read differently by MySQL and MariaDB versions');
+    let eol = sql.indexOf('\n', at + width);
+    if (eol === -1) eol = n;
+    // PostgreSQL also ends a line comment at a carriage return; MySQL and SQLite do not.
+    const cr = sql.indexOf('\r', at + width);
+    if (cr !== -1 && cr < eol && sql.charCodeAt(cr + 1) !== 10) {
+      throw malformed(positions, cr, 'a line comment ending in a bare carriage return is read differently by different servers');
+    }
+    hidden.push(at, eol);
+    i = eol === n ? n : eol + 1;
+  };
+
+  /** A block comment from the `/*` at `at`, nesting as the dialect does. */
+  const blockComment = (at: number): void => {
+    let level = 1;
+    let j = at + 2;
+    while (level > 0) {
+      const close = sql.indexOf('*/', j);
+      if (close === -1) throw malformed(positions, at, 'unterminated comment');
+      const open = dialect.nestedComments === 'flat' ? -1 : sql.indexOf('/*', j);
+      if (open !== -1 && open < close) {
+        if (dialect.nestedComments === 'refuse') {
+          throw malformed(positions, open, `'/*' inside a comment: ${dialect.name} servers disagree on whether comments nest`);
+        }
+        level++;
+        j = open + 2;
+        continue;
+      }
+      level--;
+      j = close + 2;
+    }
+    hidden.push(at, j);
+    i = j;
+  };
+
+  /**
+   * `/*!`, `/*!NNNNN`, `/*M!`, `/*M!NNNNN` (MySQL family): the server runs the text inside, so it
+   * is read as SQL. `/*!` alone always runs; a version, or MariaDB's M, makes it depend on the
+   * server, and script.ts accepts such text only as whole statements. Returns false for a plain comment.
+   */
+  const executableComment = (at: number): boolean => {
+    let j = at + 2;
+    const mariadb = sql.charCodeAt(j) === 77; // M
+    if (mariadb) j++;
+    if (sql.charCodeAt(j) !== 33) return false; // '!'
+    j++;
+    const digitsStart = j;
+    while (isDigit(sql.charCodeAt(j))) j++;
+    const digits = j - digitsStart;
+    if (digits !== 0 && digits !== 5 && digits !== 6) {
+      throw malformed(positions, at, 'an executable comment needs a 5- or 6-digit version (/*!50001 … */)');
+    }
+    execOpen = at;
+    condition = mariadb || digits > 0 ? sql.slice(at + 2, j) : '';
+    hidden.push(at, j);
+    i = j;
+    return true;
+  };
+
   while (i < n) {
     const c = sql.charCodeAt(i);
-    // white space
-    if (c === 32 || c === 9 || c === 10 || c === 13 || c === 12 || c === 11 || c === 0xa0 || c === 0xfeff) {
+    if (isSpace(c)) {
       i++;
       continue;
     }
+    // the end of an executable comment
+    if (execOpen >= 0 && c === 42 && sql.charCodeAt(i + 1) === 47) {
+      hidden.push(i, i + 2);
+      execOpen = -1;
+      condition = '';
+      i += 2;
+      continue;
+    }
     // comments
-    if ((c === 45 && sql.charCodeAt(i + 1) === 45) || (c === 35 && dialect.hashComments) || (c === 47 && sql.charCodeAt(i + 1) === 47 && dialect.slashSlashComments)) {
-      const eol = sql.indexOf('\n', i);
-      i = eol === -1 ? n : eol + 1;
+    if (c === 45 && sql.charCodeAt(i + 1) === 45) {
+      const next = sql.charCodeAt(i + 2);
+      // MySQL: white space or a control character must follow (the end of the text counts).
+      if (!dialect.dashCommentNeedsSpace || next !== next || next <= 32 || next === 127) {
+        lineComment(i, 2);
+        continue;
+      }
+    }
+    if ((c === 35 && dialect.hashComments) || (c === 47 && sql.charCodeAt(i + 1) === 47 && dialect.slashSlashComments)) {
+      lineComment(i, c === 35 ? 1 : 2);
       continue;
     }
     if (c === 47 && sql.charCodeAt(i + 1) === 42) {
-      const close = sql.indexOf('*/', i + 2);
-      if (close === -1) throw malformed(positions, i, 'unterminated comment');
-      i = close + 2;
+      if (execOpen >= 0) throw malformed(positions, i, 'a comment inside an executable comment (/*! … */) is read differently by MySQL and MariaDB versions');
+      if (dialect.executableComments && executableComment(i)) continue;
+      blockComment(i);
       continue;
     }
     // strings and quoted identifiers
@@ -163,29 +271,33 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         pushString(i, '', i, dialect.backslashEscapes);
         i = tokens[tokens.length - 1].end;
       } else {
-        const end = scanQuoted(i, 34, false, 'quoted identifier');
-        push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('""', '"'));
+        const end = scanQuoted(i, 34, false, true, 'quoted identifier');
+        push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('""', '"'), '"');
         i = end;
       }
       continue;
     }
     if (c === 96 && dialect.backtickIdentifiers) {
-      const end = scanQuoted(i, 96, false, 'quoted identifier');
-      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('``', '`'));
+      const end = scanQuoted(i, 96, false, true, 'quoted identifier');
+      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('``', '`'), '`');
       i = end;
       continue;
     }
     if (c === 91 && dialect.bracketIdentifiers) {
-      const end = scanQuoted(i, 93, false, 'bracketed identifier');
-      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll(']]', ']'));
+      const end = scanQuoted(i, 93, false, true, 'bracketed identifier');
+      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll(']]', ']'), '[');
       i = end;
       continue;
     }
     if (c === 36) {
       if (dialect.dollarStrings) {
-        const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 66));
-        if (m) {
-          const delimiter = m[0];
+        // PostgreSQL's tags follow its identifier rule: letters (anything above U+007F too), digits, `_`.
+        const delimiter = dialect.dollarTags
+          ? /^\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/.exec(sql.slice(i, i + 130))?.[0]
+          : sql.startsWith('$$', i)
+            ? '$$'
+            : undefined;
+        if (delimiter !== undefined) {
           const close = sql.indexOf(delimiter, i + delimiter.length);
           if (close === -1) throw malformed(positions, i, 'unterminated dollar-quoted string');
           tokens.push({
@@ -197,6 +309,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
             contentStart: i + delimiter.length,
             contentEnd: close,
             quote: '$',
+            condition,
           });
           i = close + delimiter.length;
           continue;
@@ -210,7 +323,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         continue;
       }
     }
-    // numbers (a digit run running into letters is a MySQL-style identifier like 1abc)
+    // numbers
     if (isDigit(c) || (c === 46 && isDigit(sql.charCodeAt(i + 1)))) {
       let j = i;
       if (c === 48 && (sql.charCodeAt(i + 1) | 32) === 120) {
@@ -232,6 +345,9 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         }
       }
       if (j < n && isWordPart(sql.charCodeAt(j)) && c !== 46) {
+        // A digit run running into letters: a name in MySQL (1abc); PostgreSQL 16 reads 4111_1111
+        // as a number, older servers as a number and an alias. Only where it is always a name is it accepted.
+        if (!dialect.digitLedIdentifiers) throw malformed(positions, i, 'a number directly followed by letters or _ is read differently by different servers');
         while (j < n && isWordPart(sql.charCodeAt(j))) j++;
         push('word', i, j, sql.slice(i, j).toUpperCase());
       } else {
@@ -299,6 +415,8 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       i++;
       continue;
     }
+    // SQLite has no `#` token, but the parser here reads `#` as a comment: refuse, as SQLite does.
+    if (c === 35 && dialect.name === 'sqlite') throw malformed(positions, i, "unrecognised token '#'");
     let op = sql[i];
     for (const candidate of MULTI_CHAR_OPS) {
       if (sql.startsWith(candidate, i)) {
@@ -309,5 +427,6 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     push('op', i, i + op.length, op);
     i += op.length;
   }
-  return tokens;
+  if (execOpen >= 0) throw malformed(positions, execOpen, 'unterminated executable comment');
+  return { tokens, hidden };
 }

@@ -3,6 +3,7 @@
 // matched element protects everything beneath it, as a matched JSON key does.
 
 import { DpgError } from '../../core/errors.ts';
+import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
 import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './scanner.ts';
@@ -168,7 +169,7 @@ class XmlProtector implements XmlEvents {
       leadStart,
       valueStart,
       valueEnd,
-      location: path ?? locationThunk(input, element, `@${name}`),
+      location: locationThunk(input, element, `@${safeName(name)}`),
     });
     this.pendingOwner = element;
   }
@@ -238,7 +239,7 @@ class XmlProtector implements XmlEvents {
   }
 
   private locationOf(element: ElementFrame): string | (() => string) {
-    return this.usesPaths ? this.paths[element.level] : locationThunk(this.input, element, undefined);
+    return locationThunk(this.input, element, undefined);
   }
 
   private flushAttributes(): void {
@@ -287,8 +288,9 @@ function removalStart(input: string, element: ElementFrame): number {
 }
 
 /**
- * A location for failure reports, built only if asked: `/Envelope/Body/card` (local names).
- * Frames are reused after this call, so the name offsets are copied now.
+ * A location for failure reports, built only if asked: `/Envelope/Body/card` (local names; a name
+ * that is not a plain identifier is withheld, `/Envelope/?/card`). Frames are reused after this
+ * call, so the name offsets are copied now.
  */
 function locationThunk(input: string, element: ElementFrame, attribute: string | undefined): () => string {
   const offsets: number[] = [];
@@ -297,7 +299,7 @@ function locationThunk(input: string, element: ElementFrame, attribute: string |
   }
   return () => {
     let path = '';
-    for (let i = offsets.length - 2; i >= 0; i -= 2) path += '/' + input.slice(offsets[i], offsets[i + 1]);
+    for (let i = offsets.length - 2; i >= 0; i -= 2) path += '/' + safeName(input.slice(offsets[i], offsets[i + 1]));
     return attribute === undefined ? path : `${path}/${attribute}`;
   };
 }

@@ -488,6 +488,8 @@ class XmlScanner {
         p = this.processingInstruction(p);
       } else if (input.startsWith('<!ENTITY', p)) {
         this.fail(p, 'entity declarations are not accepted (external and custom entities are never resolved)');
+      } else if (input.startsWith('<!ATTLIST', p)) {
+        p = this.markupDeclaration(p, 'attribute default values are not accepted (a parser would add values the gateway never sees)');
       } else if (input.startsWith('<!', p)) {
         p = this.markupDeclaration(p);
       } else {
@@ -496,13 +498,19 @@ class XmlScanner {
     }
   }
 
-  /** `<!ELEMENT …>`, `<!ATTLIST …>`, `<!NOTATION …>`: skipped, quoted literals respected. */
-  private markupDeclaration(lt: number): number {
+  /**
+   * `<!ELEMENT …>`, `<!ATTLIST …>`, `<!NOTATION …>`: skipped, quoted literals respected. In an
+   * attribute-list declaration the only quoted literals are default values (`"…"`, `#FIXED "…"`),
+   * which a parser adds to every element that lacks the attribute: a value the document does not
+   * show where it is used, so one the gateway could not protect. `literalRefused` refuses them.
+   */
+  private markupDeclaration(lt: number, literalRefused?: string): number {
     const input = this.input;
     let p = lt + 2;
     for (;;) {
       const c = input.charCodeAt(p);
       if (c === Ch.Gt) return p + 1;
+      if ((c === Ch.Quote || c === Ch.Apos) && literalRefused !== undefined) this.fail(p, literalRefused);
       if (c === Ch.Quote || c === Ch.Apos) p = this.quoted(p);
       else if (c === Ch.Percent) this.fail(p, 'parameter entity references are not accepted');
       else if (c === Ch.Lt || Number.isNaN(c)) this.fail(lt, 'markup declaration is not closed');

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { handleUnaryCall, Metadata } from '@grpc/grpc-js';
 import { audit } from '../../core/audit.ts';
 import { DpgError, toDpgError } from '../../core/errors.ts';
+import { safeName } from '../../core/safe-name.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { JobSpec } from '../../core/types.ts';
@@ -60,7 +61,7 @@ export function checkTable(labels: readonly string[], rows: readonly (readonly s
       if (row[j].length > maxValueLength) {
         throw new DpgError(
           'PAYLOAD_TOO_LARGE',
-          `rows[${i}].columns[${j}] (${labels[j]}) is longer than ${maxValueLength} characters (limits.maxValueLength)`,
+          `rows[${i}].columns[${j}] (${safeName(labels[j])}) is longer than ${maxValueLength} characters (limits.maxValueLength)`,
         );
       }
     }
@@ -98,7 +99,7 @@ async function serve(
       door: 'grpc',
       requestId,
       clientId,
-      manifest: job?.manifestName,
+      manifest: job === undefined ? undefined : deps.engine.hasManifest(job.manifestName) ? job.manifestName : safeName(job.manifestName),
       jobType: job?.jobType,
       dataSetType: cellType,
       outcome,

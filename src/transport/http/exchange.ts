@@ -2,6 +2,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DpgError } from '../../core/errors.ts';
+import { safeName } from '../../core/safe-name.ts';
 import type { JobSpec } from '../../core/types.ts';
 import type { RawJobRequest } from '../../engine/request.ts';
 import type { Engine } from '../../engine/types.ts';
@@ -43,9 +44,10 @@ export interface Exchange {
   readonly audit: AuditDraft;
 }
 
-export function noteJob(ex: Exchange, job: JobSpec): void {
+/** Records the job for the audit line; a manifest name the engine does not know is logged only if it is a plain name. */
+export function noteJob(ex: Exchange, job: JobSpec, engine: Pick<Engine, 'hasManifest'>): void {
   ex.requestId = job.context.requestId;
-  ex.audit.manifest = job.manifestName;
+  ex.audit.manifest = engine.hasManifest(job.manifestName) ? job.manifestName : safeName(job.manifestName);
   ex.audit.jobType = job.jobType;
   ex.audit.dataSetType = job.dataSetType;
   ex.audit.executionContext = job.context.executionContext;

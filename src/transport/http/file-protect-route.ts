@@ -14,6 +14,7 @@ import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } f
 import { bodyEncodingHeader, dataSetTypeHeader, decodeUtf8, mediaType, sqlDialectHeader, type BodyEncoding } from './protect-headers.ts';
 import { checkDeclaredLength, tooLarge } from './read-body.ts';
 import { Base64DecodeStream, decodeBase64Strict } from './base64-decoder.ts';
+import { topLevelMember } from '../../formats/json/text.ts';
 
 export const METADATA_PART = 'protectFileDataset';
 const ALL_TYPES: readonly DataSetType[] = ['JSON', 'XML', 'SQL', 'LIST'];
@@ -108,11 +109,19 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
         }),
         'LIST',
       );
-      noteJob(ex, job);
+      noteJob(ex, job, deps.engine);
       if (request.principal !== undefined) deps.identity.authorize(request.principal, job.jobType, job.manifestName);
       else requireTokenUnlessProtectScope(job);
-      const inline = Object.hasOwn(meta, 'dataSet') ? meta.dataSet : Object.hasOwn(meta, 'rawDataSet') ? meta.rawDataSet : undefined;
-      if (inline !== undefined && inline !== null) metadataDataSet = inlineData(inline, job.dataSetType, encoding, maxFileBytes);
+      const field = Object.hasOwn(meta, 'dataSet') ? 'dataSet' : Object.hasOwn(meta, 'rawDataSet') ? 'rawDataSet' : undefined;
+      const inline = field === undefined ? undefined : meta[field];
+      if (inline !== undefined && inline !== null) {
+        // A JSON object or array is taken as the client wrote it (numbers keep their digits), not re-serialised.
+        const asWritten = (): string => {
+          const span = topLevelMember(text, field!, { maxDepth: deps.config.limits.maxDepth + 1 }, 'The metadata part');
+          return span === undefined ? JSON.stringify(inline) : text.slice(span.start, span.end);
+        };
+        metadataDataSet = inlineData(inline, job.dataSetType, encoding, maxFileBytes, asWritten);
+      }
     };
 
     const startProtection = (data: Readable, nameStem: string, fromMetadata: boolean): void => {
@@ -262,7 +271,7 @@ function requireTokenUnlessProtectScope(job: JobSpec): void {
 }
 
 /** The data carried inside the metadata (small by construction: it came in a bounded part). */
-function inlineData(value: unknown, type: DataSetType, encoding: BodyEncoding, limit: number): Buffer {
+function inlineData(value: unknown, type: DataSetType, encoding: BodyEncoding, limit: number, jsonAsWritten: () => string): Buffer {
   let bytes: Buffer;
   if (encoding === 'base64') {
     if (typeof value !== 'string') throw new DpgError('INVALID_REQUEST', 'Field dataSet must be a base64 string (X-Body-Encoding: base64)');
@@ -270,7 +279,7 @@ function inlineData(value: unknown, type: DataSetType, encoding: BodyEncoding, l
   } else if (typeof value === 'string') {
     bytes = Buffer.from(value, 'utf8');
   } else if (type === 'JSON' && typeof value === 'object') {
-    bytes = Buffer.from(JSON.stringify(value), 'utf8');
+    bytes = Buffer.from(jsonAsWritten(), 'utf8');
   } else {
     throw new DpgError('INVALID_REQUEST', 'Field dataSet must be a string (or, for JSON, an object or array)');
   }

@@ -1,4 +1,7 @@
 // POST /api/protect: one JSON, XML or SQL document in a JSON body, protected in memory (DESIGN §4).
+// A JSON dataSet given as an object or array is protected as the text the client wrote: its span
+// is found in the raw body, protected in place, and written into the response as it stands, so its
+// untouched values (big integers, key order, spacing, escapes) come back byte for byte.
 
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, ProtectSummary } from '../../core/types.ts';
@@ -8,6 +11,7 @@ import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } f
 import { bodyEncodingHeader, dataSetTypeHeader, decodeUtf8, mediaType, sqlDialectHeader, type BodyEncoding } from './protect-headers.ts';
 import { readBody } from './read-body.ts';
 import { decodeBase64Strict } from './base64-decoder.ts';
+import { topLevelMember } from '../../formats/json/text.ts';
 
 const DOCUMENT_TYPES: readonly DataSetType[] = ['JSON', 'XML', 'SQL'];
 
@@ -24,7 +28,8 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
   }
 
   const bytes = await readBody(req, deps.config.http.maxBodyBytes);
-  const body = parseJsonObject(decodeUtf8(bytes, 'The request body'), 'The request body');
+  const text = decodeUtf8(bytes, 'The request body');
+  const body = parseJsonObject(text, 'The request body');
   const job = parseJobRequest(
     jobFieldsOf(body, {
       dataSetType,
@@ -33,21 +38,25 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
       fallbackRequestId: ex.requestId,
     }),
   );
-  noteJob(ex, job);
+  noteJob(ex, job, deps.engine);
   deps.identity.authorize(principal, job.jobType, job.manifestName);
 
-  const input = dataSetInput(Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined, dataSetType, encoding);
-  const result = deps.engine.protectDocument(job, input);
-  const dataSet = dataSetOutput(result.dataSet, encoding);
+  const dataSet = Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined;
+  const input = dataSetInput(dataSet, dataSetType, encoding);
+  // An object or array dataSet: the engine gets its exact text, not the parsed value.
+  const asWritten = typeof input === 'object' ? dataSetText(text, deps.config.limits.maxDepth) : undefined;
+  const result = deps.engine.protectDocument(job, asWritten ?? input);
+  const dataSetJson = asWritten !== undefined ? (result.dataSet as string) : JSON.stringify(dataSetOutput(result.dataSet, encoding));
 
-  const payload = JSON.stringify({
-    dataSet,
+  const rest = JSON.stringify({
     requestId: job.context.requestId,
     manifestName: job.manifestName,
     jobType: job.jobType,
     dataSetType: job.dataSetType,
     summary: result.summary,
   });
+  // dataSet first, as the response always had it; the rest is ordinary JSON.
+  const payload = `{"dataSet":${dataSetJson},${rest.slice(1)}`;
   res.writeHead(200, {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(payload),
@@ -74,6 +83,16 @@ function dataSetInput(dataSet: unknown, type: DataSetType, encoding: BodyEncodin
   }
   if (typeof dataSet !== 'string') throw new DpgError('INVALID_REQUEST', `Field dataSet must be a string for ${type}`);
   return dataSet;
+}
+
+/**
+ * The text of the body's `dataSet` member as the client wrote it. The body parsed already, so only
+ * a duplicate `dataSet` (which JSON.parse would settle silently, last one wins) can be refused here.
+ */
+function dataSetText(body: string, maxDepth: number): string {
+  const span = topLevelMember(body, 'dataSet', { maxDepth: maxDepth + 1 }, 'The request body');
+  if (span === undefined) throw new DpgError('INVALID_REQUEST', 'Field dataSet is required');
+  return body.slice(span.start, span.end);
 }
 
 /** Same shape and encoding as the input: base64 in, base64 out. */
