@@ -52,6 +52,9 @@ export interface Exchange {
   refuseBeforeBody(req: IncomingMessage, target: Target): Problem | undefined;
 }
 
+/** Failures that `onError: passthrough` never forwards (the input itself is the problem). */
+const NEVER_PASSED_THROUGH: ReadonlySet<string> = new Set(['PAYLOAD_TOO_LARGE', 'MALFORMED_DATA_SET']);
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function originOf(target: Target): string {
@@ -204,8 +207,9 @@ export function createExchange(deps: ExchangeDeps): Exchange {
             else options.body = raw.length === 0 ? null : raw; // a GET stays a GET without a body
           }
         } catch (err) {
-          // Oversized and refused input are never forwarded; other failures only when the route opted into it.
-          if (route.onError !== 'passthrough' || err instanceof RefusedInputError || (isDpgError(err) && err.code === 'PAYLOAD_TOO_LARGE')) throw err;
+          // Oversized, refused and unparseable input are never forwarded: a body our strict reader
+          // refuses may still be read by a lenient upstream. Other failures only when the route opted in.
+          if (route.onError !== 'passthrough' || err instanceof RefusedInputError || (isDpgError(err) && NEVER_PASSED_THROUGH.has(err.code))) throw err;
           outcome = 'passthrough';
           logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: protection failed, route forwards unprotected (onError: passthrough)');
           options.body = raw;

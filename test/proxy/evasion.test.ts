@@ -331,6 +331,9 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
       await expectOutcome('lenient ;', plain, () => forward('/lenient/1', `a=1;cardNumber=${CARD}`, form), { refused: 400 });
       await expectOutcome('lenient JSON as form', plain, () => forward('/lenient/1', BODY, form), { refused: 400 });
       await expectOutcome('lenient other type', plain, () => forward('/lenient/1', BODY, 'image/png'), { refused: 415 });
+      // JSON with a comment: refused by the strict reader, read by lenient upstream parsers.
+      const commented = `{"cardNumber": /* hi */ "${CARD}"}`;
+      await expectOutcome('lenient malformed JSON', plain, () => forward('/lenient/1', commented, 'application/json'), { refused: 400 });
       const res = await forward('/lenient/1', BODY, 'image/x-<script>');
       assert.ok(!res.body.toString().includes('<script>'), 'a client-sent type is not echoed');
     });
