@@ -21,7 +21,8 @@ export interface Gateway {
 /** Starts every listener of the config (each door logs its own address). */
 export async function startGateway(config: GatewayConfig, deps: { logger: Logger }): Promise<Gateway> {
   const { logger } = deps;
-  const { engine } = buildEngine(config, logger);
+  const { engine, keyring } = buildEngine(config, logger);
+  for (const warning of keyring.retiredNowWarnings(new Date())) logger.warn(warning);
   const refs = checkConfigReferences(config, engine);
   if (refs.length > 0) throw new ConfigError(refs);
   const metrics = new Metrics();

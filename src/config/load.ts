@@ -21,6 +21,7 @@ import type {
   LoggingConfig,
   ProxyConfig,
   ProxyRoute,
+  PseudonymScopeConfig,
   ReverseListener,
   RouteMatch,
   RoutePhase,
@@ -198,7 +199,7 @@ class SectionReader {
     if (f?.clients.present) {
       const ids = new Set<string>();
       for (const item of f.clients.items()) {
-        const c = item.fields(['id', 'secretHash', 'scopes', 'manifests'] as const);
+        const c = item.fields(['id', 'secretHash', 'scopes', 'manifests', 'pseudonymScope'] as const);
         const id = c.id.present ? c.id.string() : c.id.problem('is required');
         if (id && ids.has(id)) c.id.problem('is used by another client');
         if (id) ids.add(id);
@@ -212,7 +213,8 @@ class SectionReader {
             else if (text !== undefined) scopes.push(text as Scope);
           }
         const manifests = c.manifests.present ? c.manifests.items().map((m) => m.string()).filter((m): m is string => !!m) : undefined;
-        if (id && secretHash) clients.push({ id, secretHash, scopes, ...(manifests ? { manifests } : {}) });
+        const pseudonymScope = c.pseudonymScope.present ? this.pseudonymScope(c.pseudonymScope) : undefined;
+        if (id && secretHash) clients.push({ id, secretHash, scopes, ...(manifests ? { manifests } : {}), ...(pseudonymScope ? { pseudonymScope } : {}) });
       }
     }
     const signingKeyDir = f?.signingKeyDir.present ? f.signingKeyDir.string() : undefined;
@@ -225,6 +227,23 @@ class SectionReader {
       ...(f?.trustedJwksUrl.present ? { trustedJwksUrl: this.jwksUrl(f.trustedJwksUrl) } : {}),
       apiKeys,
       clients,
+    };
+  }
+
+  /** A client's pseudonym scope values: id lists (0 = none given) or "*", and organizationWide. */
+  private pseudonymScope(v: YamlValue): PseudonymScopeConfig {
+    const f = v.fields(['thirdPartyIds', 'dataUsageIds', 'organizationWide'] as const);
+    const ids = (x: YamlValue): readonly number[] | '*' => {
+      if (!x.present) return [0];
+      if (x.scalarValue() === '*') return '*';
+      if (!x.isSeq()) return x.problem('must be a list of ids (0 = none given) or "*"') ?? [0];
+      const list = x.items().map((i) => i.number({ integer: true, min: 0, max: 2147483647 }));
+      return list.every((n) => n !== undefined) ? (list as number[]) : [0];
+    };
+    return {
+      thirdPartyIds: ids(f.thirdPartyIds),
+      dataUsageIds: ids(f.dataUsageIds),
+      organizationWide: this.bool(f.organizationWide, false),
     };
   }
 

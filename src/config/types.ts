@@ -37,6 +37,16 @@ export interface GrpcConfig {
 
 export type Scope = 'protect' | 'reconstruct' | 'decrypt';
 
+/** The pseudonym scope values a client may use (docs/identity.md). */
+export interface PseudonymScopeConfig {
+  /** Allowed thirdPartyId values; 0 stands for "none given"; '*' for any. */
+  readonly thirdPartyIds: readonly number[] | '*';
+  /** Allowed dataUsageId values, likewise. */
+  readonly dataUsageIds: readonly number[] | '*';
+  /** Whether isDataConsistentAcrossOrganization may be set. */
+  readonly organizationWide: boolean;
+}
+
 export interface ClientConfig {
   readonly id: string;
   /** Hashed secret as written by `dpg hash-secret` (see docs/identity.md). Never the clear secret. */
@@ -44,6 +54,8 @@ export interface ClientConfig {
   readonly scopes: readonly Scope[];
   /** When present, the only manifests this client may use. */
   readonly manifests?: readonly string[];
+  /** Absent: no thirdPartyId, no dataUsageId, not organisation-wide (DEFAULT_PSEUDONYM_SCOPE). */
+  readonly pseudonymScope?: PseudonymScopeConfig;
 }
 
 export interface ApiKeyConfig {

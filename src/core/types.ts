@@ -54,7 +54,7 @@ export interface RequestContext {
   readonly dataUsageId?: number;
   /** true: one pseudonym per person across the organisation (third party / usage not mixed in). */
   readonly isDataConsistentAcrossOrganization?: boolean;
-  /** Selects the key versions active at that instant; default: now. */
+  /** Reconstruct and Decrypt only: the key versions active at that instant; default: now. */
   readonly snapshotDate?: Date;
   readonly claims?: readonly Claim[];
   readonly protectNullValues?: boolean;

@@ -2,7 +2,7 @@
 // from a file, an environment variable or a generated dev file, and HKDF derivation of working keys.
 
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError, DpgError, type ConfigProblem } from '../core/errors.ts';
@@ -11,6 +11,8 @@ export interface MasterKeyVersion {
   readonly kid: string;
   readonly version: number;
   readonly activeFrom: Date;
+  /** Reverse only: Reconstruct and Decrypt may still use it, new data never (docs/keys.md). */
+  readonly retired: boolean;
   /** 32 bytes. Non-enumerable, so logging or serialising a version never prints it. */
   readonly material: Uint8Array;
 }
@@ -26,7 +28,7 @@ const ECHOABLE_NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,31}$/;
 
 const TOP_LEVEL_FIELDS = new Set(['defaultKey', 'keys']);
 const KEY_FIELDS = new Set(['id', 'versions']);
-const VERSION_FIELDS = new Set(['version', 'activeFrom', 'material']);
+const VERSION_FIELDS = new Set(['version', 'activeFrom', 'material', 'retired']);
 
 export class Keyring {
   readonly defaultKid: string;
@@ -112,6 +114,37 @@ export class Keyring {
     );
   }
 
+  /**
+   * activeAt for new data (Encrypt, Pseudonymise, keyed hash, date shift): the version active at
+   * `now`, refused when it is retired. Falling back to an older version would be no safer (it was
+   * retired too, or is older still), so the gateway stops protecting with this key until a newer
+   * version is added.
+   */
+  activeForNewData(kid: string, now: Date): MasterKeyVersion {
+    const version = this.activeAt(kid, now);
+    if (version.retired) {
+      throw new DpgError('KEY_RETIRED', `Version ${version.version} of key "${kid}" is retired: add a newer version to protect new data`);
+    }
+    return version;
+  }
+
+  /** One line per key whose version active at `now` is retired: new data under it fails (KEY_RETIRED). */
+  retiredNowWarnings(now: Date): string[] {
+    const warnings: string[] = [];
+    for (const kid of this.#keys.keys()) {
+      let version: MasterKeyVersion;
+      try {
+        version = this.activeAt(kid, now);
+      } catch {
+        continue; // not active yet: reported when used
+      }
+      if (version.retired) {
+        warnings.push(`key ${kid}: the version active now (v${version.version}) is retired, so Encrypt, Pseudonymise and keyed hashes fail until a newer version is added`);
+      }
+    }
+    return warnings;
+  }
+
   get(kid: string, version: number): MasterKeyVersion | undefined {
     return this.#keys.get(kid)?.find((v) => v.version === version);
   }
@@ -121,7 +154,7 @@ export class Keyring {
     return [...this.#keys].map(
       ([kid, versions]) =>
         `${kid}${kid === this.defaultKid ? ' (default)' : ''}: ` +
-        versions.map((v) => `v${v.version} from ${v.activeFrom.toISOString()}`).join(', '),
+        versions.map((v) => `v${v.version} from ${v.activeFrom.toISOString()}${v.retired ? ' (retired: reverse only)' : ''}`).join(', '),
     );
   }
 }
@@ -160,7 +193,7 @@ function validateKey(
       return;
     }
     seen.add(parsed.version);
-    list.push(makeVersion(kid ?? '', parsed.version, parsed.activeFrom, parsed.material));
+    list.push(makeVersion(kid ?? '', parsed.version, parsed.activeFrom, parsed.material, parsed.retired));
   });
   list.sort((a, b) => a.version - b.version);
   for (let i = 1; i < list.length; i++) {
@@ -176,7 +209,7 @@ function validateVersion(
   raw: unknown,
   path: readonly (string | number)[],
   report: Report,
-): { version: number; activeFrom: Date; material: Uint8Array } | undefined {
+): { version: number; activeFrom: Date; material: Uint8Array; retired: boolean } | undefined {
   if (!isPlainObject(raw)) {
     report(path, 'must be a mapping with `version`, `activeFrom` and `material`');
     return undefined;
@@ -198,8 +231,12 @@ function validateVersion(
     report([...path, 'material'], `must be base64 of exactly ${MATERIAL_BYTES} random bytes`);
     ok = false;
   }
+  if (raw.retired !== undefined && typeof raw.retired !== 'boolean') {
+    report([...path, 'retired'], 'must be true or false');
+    ok = false;
+  }
   if (!ok) return undefined;
-  return { version: version as number, activeFrom: activeFrom as Date, material: material as Uint8Array };
+  return { version: version as number, activeFrom: activeFrom as Date, material: material as Uint8Array, retired: raw.retired === true };
 }
 
 function parseInstant(value: unknown): Date | undefined {
@@ -225,8 +262,8 @@ function parseMaterial(value: unknown): Uint8Array | undefined {
   return material;
 }
 
-function makeVersion(kid: string, version: number, activeFrom: Date, material: Uint8Array): MasterKeyVersion {
-  const v = { kid, version, activeFrom } as MasterKeyVersion;
+function makeVersion(kid: string, version: number, activeFrom: Date, material: Uint8Array, retired: boolean): MasterKeyVersion {
+  const v = { kid, version, activeFrom, retired } as MasterKeyVersion;
   Object.defineProperty(v, 'material', { value: material, enumerable: false, writable: false });
   return Object.freeze(v);
 }
@@ -287,12 +324,28 @@ function parseKeyDocumentText(text: string, source: string): Keyring {
   return Keyring.fromDocument(data, source, locate);
 }
 
-/** Loads a keyring from a YAML or JSON file; problems name the file and line. */
+/**
+ * Why a key file's permissions are unsafe, or undefined: other users may read or change it, or its
+ * group may change it. Group read stays allowed (a Kubernetes Secret mounted with defaultMode 0440
+ * and an fsGroup). The mode is the target's when the path is a symlink (Secret volumes use them).
+ */
+export function keyFilePermissionProblem(mode: number): string | undefined {
+  if ((mode & 0o007) === 0 && (mode & 0o020) === 0) return undefined;
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return `the key file's permissions (${octal}) let ${mode & 0o020 ? 'its group change it' : 'other users read or change it'}: make it readable by its owner only (chmod 600; in Kubernetes, defaultMode: 0400)`;
+}
+
+/** Loads a keyring from a YAML or JSON file; problems name the file and line. Refuses unsafe permissions. */
 export function loadKeyringFile(path: string): Keyring {
   let text: string;
   try {
+    const info = statSync(path);
+    if (!info.isFile()) throw new ConfigError([{ file: path, message: 'the key file is not a regular file' }]);
+    const problem = process.platform === 'win32' ? undefined : keyFilePermissionProblem(info.mode);
+    if (problem !== undefined) throw new ConfigError([{ file: path, message: problem }]);
     text = readFileSync(path, 'utf8');
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? 'read error';
     throw new ConfigError([{ file: path, message: `cannot read the key file (${code})` }]);
   }
@@ -325,6 +378,12 @@ export function ensureDevKeyring(dataDir: string): string {
   const created = mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   if (created !== undefined) chmodSync(dataDir, 0o700);
   const path = join(dataDir, 'keyring.yaml');
+  // Our own file: opened up by hand (or by a copy), it is closed again, as the signing keys are.
+  try {
+    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
   const material = randomBytes(MATERIAL_BYTES);
   const text =
     '# Development keyring generated by dpg. Do not use it in production: keys here are not backed up\n' +

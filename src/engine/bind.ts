@@ -147,14 +147,15 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
   const run = new RunState(job, deps.limits);
   const ctx = job.context;
   const scope = scopeOf(ctx);
-  const at = ctx.snapshotDate ?? deps.now();
+  // New data always takes the key version active now; only the reverse jobs may look back.
+  const at = reverse ? (ctx.snapshotDate ?? deps.now()) : deps.now();
   const bound = new Map<CompiledField, FieldAction | null>();
 
   /** The field's rule for this job type and context, bound to the request's keys. */
   const bindRule = (field: CompiledField): { rule: CompiledRule; technique: BoundTechnique } | undefined => {
     const rule = pickRule(field.rules.get(ruleJob), ctx);
     if (!rule) return undefined;
-    const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at);
+    const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at, !reverse);
     const technique = rule.compiled.bind({
       keys,
       preserveStringLength: ctx.preserveStringLength === true,

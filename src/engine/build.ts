@@ -23,10 +23,10 @@ export function buildEngine(config: GatewayConfig, logger?: Logger): { engine: P
     limits: config.limits,
     ...(logger ? { logger } : {}),
   });
-  // Job-type gaps do not stop a gateway (unless the manifest is strict): say them once at start.
+  // Manifest warnings (job-type gaps, implicit key names) do not stop a gateway: say them once at start.
   for (const name of engine.manifestNames()) {
     const warnings = engine.manifest(name)!.warnings;
-    if (warnings.length > 0) logger?.warn({ manifest: name, gaps: warnings.map((w) => `${w.line ?? '?'}: ${w.message}`) }, 'manifest leaves fields in clear for some job types');
+    if (warnings.length > 0) logger?.warn({ manifest: name, warnings: warnings.map((w) => `${w.line ?? '?'}: ${w.message}`) }, 'manifest warnings (see dpg validate)');
   }
   return { engine, keyring };
 }

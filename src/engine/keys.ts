@@ -10,11 +10,12 @@ const encoder = new TextEncoder();
 
 /**
  * The pseudonym scope: organisation-wide, or one third party and data usage, so two partners get
- * unlinkable pseudonyms for the same person unless the organisation asks for consistency.
+ * unlinkable pseudonyms for the same person unless the organisation asks for consistency. An id
+ * of 0 is the same as none (gRPC cannot tell them apart), so HTTP and gRPC agree.
  */
 export function scopeOf(ctx: RequestContext): string {
   if (ctx.isDataConsistentAcrossOrganization) return 'org';
-  return `tp=${ctx.thirdPartyId ?? '-'};du=${ctx.dataUsageId ?? '-'}`;
+  return `tp=${ctx.thirdPartyId || '-'};du=${ctx.dataUsageId || '-'}`;
 }
 
 export class KeyService {
@@ -24,11 +25,14 @@ export class KeyService {
 
   constructor(readonly keyring: Keyring) {}
 
-  /** Keys of one field for one request; `kid` is the manifest's key or the keyring default. */
-  fieldKeys(kid: string | undefined, manifest: string, field: string, scope: string, at: Date): FieldKeys {
+  /**
+   * Keys of one field for one request; `kid` is the manifest's key or the keyring default. `at` is
+   * now for new data (`forNewData`: the version must not be retired) or a reverse job's snapshot date.
+   */
+  fieldKeys(kid: string | undefined, manifest: string, field: string, scope: string, at: Date, forNewData = true): FieldKeys {
     const keyId = kid ?? this.keyring.defaultKid;
     let master: MasterKeyVersion | undefined;
-    const activeMaster = (): MasterKeyVersion => (master ??= this.keyring.activeAt(keyId, at));
+    const activeMaster = (): MasterKeyVersion => (master ??= forNewData ? this.keyring.activeForNewData(keyId, at) : this.keyring.activeAt(keyId, at));
     const scopeKey = `${manifest}\u0000${field}\u0000${scope}`;
     let bytes = this.scopeBytes.get(scopeKey);
     if (!bytes) {

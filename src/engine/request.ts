@@ -6,6 +6,7 @@ import { DpgError, type ValueFailure } from '../core/errors.ts';
 import {
   parseDataSetType,
   parseJobType,
+  REVERSE_OF,
   type Claim,
   type DataSetType,
   type JobSpec,
@@ -36,6 +37,13 @@ export interface RawJobRequest {
 }
 
 const COUNTRY = /^[A-Z]{2}$/;
+/** A zone is required: a local time would select different key versions on hosts in different zones. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+/**
+ * How far a snapshot date may lie ahead of this host's clock (clients' clocks differ a little); such
+ * a date counts as now, so a key version is never selected before it is active here.
+ */
+export const SNAPSHOT_CLOCK_TOLERANCE_MS = 30_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INT32_MAX = 2147483647;
 const MAX_TEXT = 256;
@@ -44,8 +52,11 @@ const MAX_CLAIMS = 64;
 /**
  * Validates raw job fields. Every problem is collected (field name and reason, never the value)
  * into one INVALID_REQUEST. `defaultDataSetType` applies when the door allows the field to be absent.
+ * `thirdPartyId` and `dataUsageId` 0 mean "not given", as in gRPC's proto3 (docs/keys.md).
+ * `snapshotDate` is for Reconstruct and Decrypt only (new data always uses the key version active
+ * now), must carry a time zone and must not lie in the future.
  */
-export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetType = 'JSON'): JobSpec {
+export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetType = 'JSON', now: number = Date.now()): JobSpec {
   const problems: ValueFailure[] = [];
   const fail = (location: string, reason: string): undefined => {
     problems.push({ location, reason });
@@ -72,7 +83,8 @@ export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetT
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > INT32_MAX) {
       return fail(field, 'must be a non-negative 32-bit integer');
     }
-    return v;
+    // 0 is "not given": gRPC cannot send anything else for an unset id, and HTTP must agree with it.
+    return v === 0 ? undefined : v;
   };
   const country = (field: 'countryCode' | 'dataOwningCountryCode'): string | undefined => {
     const v = text(field);
@@ -101,9 +113,13 @@ export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetT
   const snapshotText = text('snapshotDate', 64);
   if (snapshotText !== undefined) {
     const ms = Date.parse(snapshotText);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(snapshotText) || Number.isNaN(ms)) {
-      fail('snapshotDate', 'must be an ISO 8601 timestamp');
-    } else snapshotDate = new Date(ms);
+    if (!INSTANT.test(snapshotText) || Number.isNaN(ms)) {
+      fail('snapshotDate', 'must be an ISO 8601 timestamp with a time zone, e.g. 2025-06-01T00:00:00Z');
+    } else if (jobType !== undefined && !Object.hasOwn(REVERSE_OF, jobType)) {
+      fail('snapshotDate', 'applies only to Reconstruct and Decrypt: new data always uses the key version active now');
+    } else if (ms > now + SNAPSHOT_CLOCK_TOLERANCE_MS) {
+      fail('snapshotDate', 'must not be in the future');
+    } else snapshotDate = new Date(Math.min(ms, now));
   }
 
   const claims = parseClaims(raw.matchingRule, fail);

@@ -3,7 +3,7 @@
 
 import type { Logger } from '../core/logger.ts';
 import { DpgError } from '../core/errors.ts';
-import type { JobType } from '../core/types.ts';
+import type { JobSpec, JobType } from '../core/types.ts';
 import type { IdentityConfig, Scope } from '../config/types.ts';
 import type { Identity, Principal } from './types.ts';
 import { SigningKeyStore, type SigningAlgorithm } from './signing-keys.ts';
@@ -11,6 +11,7 @@ import { TokenIssuer } from './token-issuer.ts';
 import { TokenVerifier } from './token-verifier.ts';
 import { verifySecret } from './secret-hash.ts';
 import { SecretCheckGate, type SecretCheckLimits } from './secret-check-gate.ts';
+import { checkPseudonymScope } from './pseudonym-scope.ts';
 
 /** The demo credentials of the default config (DESIGN §3); never acceptable in production. */
 export const DEMO_API_KEY = 'demo-api-key';
@@ -73,14 +74,15 @@ export async function createIdentity(config: IdentityConfig, options: IdentityOp
     issueToken: (request) => issuer.issue(request),
     verify: (token) => verifier.verify(token),
     jwks: () => ({ keys: keys.retained().map((k) => ({ ...k.publicJwk })) }),
-    authorize(principal: Principal, jobType: JobType, manifestName: string): void {
-      const needed = scopeFor(jobType);
+    authorize(principal: Principal, job: JobSpec): void {
+      const needed = scopeFor(job.jobType);
       if (!principal.scopes.has(needed)) {
-        throw new DpgError('FORBIDDEN', `The token lacks the '${needed}' scope required for ${jobType}`);
+        throw new DpgError('FORBIDDEN', `The token lacks the '${needed}' scope required for ${job.jobType}`);
       }
-      if (principal.manifests !== undefined && !principal.manifests.has(manifestName)) {
+      if (principal.manifests !== undefined && !principal.manifests.has(job.manifestName)) {
         throw new DpgError('FORBIDDEN', 'The client is not allowed to use this manifest');
       }
+      checkPseudonymScope(principal.pseudonymScope, job.context);
     },
     async close(): Promise<void> {
       // Nothing to release: keys live in memory and files, and no timers run.

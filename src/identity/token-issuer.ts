@@ -8,6 +8,7 @@ import type { TokenRequest, TokenResponse } from './types.ts';
 import type { SigningKeyStore } from './signing-keys.ts';
 import { spendVerificationTime, verifySecret } from './secret-hash.ts';
 import { SECRET_CHECK_RETRY_AFTER_SECONDS, SecretCheckGate } from './secret-check-gate.ts';
+import { DEFAULT_PSEUDONYM_SCOPE, PSEUDONYM_SCOPE_CLAIM, pseudonymScopeClaim } from './pseudonym-scope.ts';
 
 export const ALL_SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
 /** RFC 9068 JWT access token type, checked on verification so no other JWT passes for one. */
@@ -147,6 +148,7 @@ export class TokenIssuer {
     const scope = scopes.join(' ');
     const claims: Record<string, unknown> = { scope, client_id: client.id };
     if (client.manifests !== undefined) claims.manifests = [...client.manifests];
+    claims[PSEUDONYM_SCOPE_CLAIM] = pseudonymScopeClaim(client.pseudonymScope ?? DEFAULT_PSEUDONYM_SCOPE);
     const accessToken = await new SignJWT(claims)
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: ACCESS_TOKEN_TYP })
       .setIssuer(this.config.issuer)

@@ -7,6 +7,7 @@ import type { IdentityConfig, Scope } from '../config/types.ts';
 import type { Principal } from './types.ts';
 import { SIGNING_ALGORITHMS, type SigningKeyStore } from './signing-keys.ts';
 import { ACCESS_TOKEN_TYP, ALL_SCOPES } from './token-issuer.ts';
+import { PSEUDONYM_SCOPE_CLAIM, pseudonymScopeFromClaim } from './pseudonym-scope.ts';
 
 /** Small tolerance for clocks of a central identity service and its sidecars. */
 export const CLOCK_TOLERANCE_SECONDS = 30;
@@ -146,5 +147,8 @@ function principalFrom(payload: Record<string, unknown>): Principal {
     }
     manifests = new Set(payload.manifests as string[]);
   }
-  return { clientId: sub, scopes, manifests, tokenId: jti };
+  // No claim (a token from an issuer that does not write it): the default, never "any".
+  const pseudonymScope = pseudonymScopeFromClaim(payload[PSEUDONYM_SCOPE_CLAIM]);
+  if (pseudonymScope === undefined) throw unauthenticated('The token claims are not valid');
+  return { clientId: sub, scopes, manifests, pseudonymScope, tokenId: jti };
 }

@@ -1,8 +1,8 @@
 // What the doors need from identity: issue tokens at the token endpoint, verify them on every call,
 // and decide whether a verified client may run a job.
 
-import type { JobType } from '../core/types.ts';
-import type { Scope } from '../config/types.ts';
+import type { JobSpec } from '../core/types.ts';
+import type { PseudonymScopeConfig, Scope } from '../config/types.ts';
 
 /** A verified caller, from a token. */
 export interface Principal {
@@ -10,6 +10,8 @@ export interface Principal {
   readonly scopes: ReadonlySet<Scope>;
   /** Manifests the client is limited to; undefined = any. */
   readonly manifests?: ReadonlySet<string>;
+  /** The scope values (thirdPartyId, dataUsageId, org-wide) the client may use: from its token. */
+  readonly pseudonymScope: PseudonymScopeConfig;
   readonly tokenId: string;
 }
 
@@ -42,8 +44,11 @@ export interface Identity {
   verify(token: string): Promise<Principal>;
   /** Public keys only. */
   jwks(): { keys: Record<string, unknown>[] };
-  /** Throws DpgError FORBIDDEN when the principal lacks the scope for the job type or the manifest. */
-  authorize(principal: Principal, jobType: JobType, manifestName: string): void;
+  /**
+   * Throws DpgError FORBIDDEN when the principal lacks the scope for the job type, the manifest, or
+   * the job's pseudonym scope values (thirdPartyId, dataUsageId, organisation-wide).
+   */
+  authorize(principal: Principal, job: JobSpec): void;
   /** True while the demo credentials of the default config are configured (logged loudly at start). */
   readonly demoCredentialsActive: boolean;
   close(): Promise<void>;

@@ -19,7 +19,10 @@ export interface CompiledRule {
 }
 
 export interface CompiledField {
-  /** Stable id mixed into key derivation: `name:<normalised first name>` or `path:<path>`. */
+  /**
+   * Stable id mixed into key derivation: `name:<normalised keyName>`, else (compatibility)
+   * `name:<normalised first name>` or `path:<path>`.
+   */
   readonly id: string;
   readonly selectorText: string;
   /** Per forward job type, overrides first, the unconditional rule last. */
@@ -100,10 +103,12 @@ function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText
 
 function compileField(manifest: string, def: FieldDef): CompiledField {
   const s = def.selector;
-  const id = s.kind === 'name' ? `name:${normalizeName(s.names[0]!)}` : s.kind === 'path' ? `path:${s.path}` : `kind:${s.detected.toLowerCase()}`;
+  const implicitId = s.kind === 'name' ? `name:${normalizeName(s.names[0]!)}` : s.kind === 'path' ? `path:${s.path}` : `kind:${s.detected.toLowerCase()}`;
+  const id = def.keyName !== undefined ? `name:${normalizeName(def.keyName)}` : implicitId;
   const selectorText =
     (s.kind === 'name' ? `match ${s.names.join(', ')}` : s.kind === 'path' ? `path ${s.path}` : `kind ${s.detected}`) +
-    (def.detects !== undefined && s.kind !== 'detected' ? ` (kind ${def.detects})` : '');
+    (def.detects !== undefined && s.kind !== 'detected' ? ` (kind ${def.detects})` : '') +
+    (def.keyName !== undefined ? ` (keyName ${def.keyName})` : '');
   const env = { manifest, field: id };
   const compileRule = (rule: RuleDef, when: Condition | undefined): CompiledRule => ({
     when,
@@ -139,13 +144,14 @@ export function compileCondition(c: ConditionDef): Condition {
     const want = c.crossBorder;
     tests.push((ctx) => isCrossBorder(ctx) === want);
   }
+  // An id of 0 is "not given" (as in gRPC): a condition listing 0 matches requests without one.
   if (c.thirdPartyId) {
     const set = new Set(c.thirdPartyId);
-    tests.push((ctx) => ctx.thirdPartyId !== undefined && set.has(ctx.thirdPartyId));
+    tests.push((ctx) => set.has(ctx.thirdPartyId ?? 0));
   }
   if (c.dataUsageId) {
     const set = new Set(c.dataUsageId);
-    tests.push((ctx) => ctx.dataUsageId !== undefined && set.has(ctx.dataUsageId));
+    tests.push((ctx) => set.has(ctx.dataUsageId ?? 0));
   }
   if (c.claims) {
     for (const [name, values] of Object.entries(c.claims)) {

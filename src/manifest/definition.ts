@@ -50,6 +50,11 @@ export interface FieldDef {
   readonly detects?: DetectKind;
   /** Job types written `Keep`: left in clear on purpose (no gap warning). */
   readonly keep?: readonly ForwardJobType[];
+  /**
+   * The field's key identity (keys and pseudonyms derive from it), compared like field names.
+   * Absent: the first name of `match` (or the `path`), as before `keyName` existed.
+   */
+  readonly keyName?: string;
 }
 
 /** `detect:`: which kinds are looked for by content in fields no selector claims. */

@@ -11,7 +11,7 @@ import type { ConditionDef, DetectDef, FieldDef, ManifestDef, OverrideDef, RuleD
 import { findGaps } from './gaps.ts';
 
 const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields', 'strict', 'detect'] as const;
-const FIELD_KEYS = ['match', 'path', 'kind', 'when', ...FORWARD_JOB_TYPES] as const;
+const FIELD_KEYS = ['match', 'path', 'kind', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
 const DETECT_KEYS = ['kinds', 'inText'] as const;
 /** The rule text that leaves a field in clear for a job type on purpose (no gap warning). */
 const KEEP = 'keep';
@@ -64,7 +64,7 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
   // Strict manifests refuse a job type that leaves in clear what another protects.
   if (strict === true) sink.problems.push(...gaps);
   if (sink.problems.length > 0 || name === undefined) return { problems: sink.problems };
-  return { manifest: { name, description, keyId, fields, file, detect, strict, warnings: strict === true ? [] : gaps }, problems: [] };
+  return { manifest: { name, description, keyId, fields, file, detect, strict, warnings: [...(strict === true ? [] : gaps), ...implicitKeyNameWarnings(fields, file)] }, problems: [] };
 }
 
 /** `detect: [card, email]` or `detect: { kinds: [...], inText: false }`. */
@@ -163,8 +163,32 @@ function parseField(v: YamlValue): FieldDef | undefined {
     // Reverse job types are not written: they run the forward rules backwards.
     if (v.entries().some(([k]) => k === rev)) v.problem(`${rev} is derived from ${REVERSE_OF[rev as keyof typeof REVERSE_OF]} rules`);
   }
+  let keyName: string | undefined;
+  if (f.keyName.present) {
+    keyName = f.keyName.string();
+    if (keyName !== undefined && !NAME.test(keyName)) {
+      keyName = f.keyName.problem('must be 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
+    }
+  }
   if (!selector) return undefined;
-  return { selector, rules, when, line: v.line, detects, keep };
+  return { selector, rules, when, line: v.line, detects, keep, ...(keyName === undefined ? {} : { keyName }) };
+}
+
+/**
+ * A field matched by several names whose keys still come from the first of them: reordering the
+ * list would silently change every pseudonym and hash of the field. `keyName` pins it.
+ */
+function implicitKeyNameWarnings(fields: readonly FieldDef[], file: string): ConfigProblem[] {
+  const warnings: ConfigProblem[] = [];
+  for (const field of fields) {
+    if (field.keyName !== undefined || field.selector.kind !== 'name' || field.selector.names.length < 2) continue;
+    warnings.push({
+      file,
+      ...(field.line === undefined ? {} : { line: field.line }),
+      message: `field ${field.selector.names.join(', ')}: its keys derive from the first name (${field.selector.names[0]}); add keyName: ${field.selector.names[0]} so reordering the names cannot change its pseudonyms`,
+    });
+  }
+  return warnings;
 }
 
 function isKeep(v: YamlValue | undefined): boolean {

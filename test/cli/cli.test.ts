@@ -3,7 +3,7 @@
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, mkdirSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -59,7 +59,7 @@ describe('dpg CLI', () => {
       [['protect', '--manifest', 'nope', '--job', 'Mask'], `{"cardNumber":"${secret}"}`, /MANIFEST_NOT_FOUND/],
       [['protect', '--manifest', 'card-masking', '--job', 'Decrypt'], `{"cardNumber":"${secret}"}`, /JOB_TYPE_NOT_DEFINED/],
       [['protect', '--manifest', 'customer', '--job', 'Mask'], `{"cardNumber":"${secret}",}`, /MALFORMED_DATA_SET/],
-      [['protect', '--manifest', 'customer', '--job', 'Pseudonymise'], `{"ssn":"12","cardNumber":"${secret}"}`, /VALUE_NOT_PROTECTABLE[\s\S]*\$\.ssn/],
+      [['protect', '--manifest', 'customer', '--job', 'Pseudonymise'], `{"iban":"DE00 1234 5678","cardNumber":"${secret}"}`, /VALUE_NOT_PROTECTABLE[\s\S]*\$\.iban/],
       [['protect', '--manifest', 'customer', '--job', 'Mask', '--country', 'USA'], `{"cardNumber":"${secret}"}`, /INVALID_REQUEST/],
       [['protect', '--manifest', 'customer', '--job', 'Scramble'], `{"cardNumber":"${secret}"}`, /INVALID_REQUEST/],
       [['protect', '--manifest', 'customer'], `{"cardNumber":"${secret}"}`, /--job is required/],
@@ -92,6 +92,24 @@ describe('dpg CLI', () => {
     assert.equal(bad3.code, 1);
     assert.match(bad3.stderr, /broken\.yaml:4:\d+/);
     assert.match(bad3.stderr, /broken\.yaml:6:\d+/);
+  });
+
+  it('validate refuses a key file other users can read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dpg-keys-'));
+    mkdirSync(join(dir, 'manifests'));
+    writeFileSync(join(dir, 'manifests', 'm.yaml'), 'name: m\nfields:\n  - match: a\n    Mask: {}\n');
+    const material = Buffer.alloc(32, 7).toString('base64');
+    writeFileSync(join(dir, 'keys.yaml'), `keys:\n  - id: k\n    versions: [{ version: 1, activeFrom: "2020-01-01T00:00:00Z", material: "${material}" }]\n`, { mode: 0o644 });
+    writeFileSync(join(dir, 'gateway.yaml'), 'manifests: manifests\nkeys: { source: file, file: keys.yaml }\n');
+    const bad = dpg(['validate', '--config', join(dir, 'gateway.yaml')]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /keys\.yaml: the key file's permissions \(0644\)/);
+    assert.ok(!bad.stderr.includes(material));
+    chmodSync(join(dir, 'keys.yaml'), 0o600);
+    const ok = dpg(['validate', '--config', join(dir, 'gateway.yaml')]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /^key k \(default\): v1 from 2020-01-01T00:00:00.000Z$/m);
+    assert.ok(!ok.stdout.includes(material));
   });
 
   it('hash-secret prints a scrypt hash', () => {

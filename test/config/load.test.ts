@@ -28,6 +28,20 @@ describe('config loader', () => {
     assert.equal(config!.identity.clients.length, 2);
   });
 
+  it('reads a client\'s pseudonymScope: id lists or "*", organizationWide; absent means none given', () => {
+    const { config: shipped } = loadConfig({ file: 'config/gateway.yaml', env: {} });
+    assert.deepEqual(shipped!.identity.clients[0].pseudonymScope, { thirdPartyIds: '*', dataUsageIds: '*', organizationWide: true });
+    assert.equal(shipped!.identity.clients[1].pseudonymScope, undefined);
+    const client = (scope: string) =>
+      withConfig(`identity:\n  clients:\n    - id: p\n      secretHash: "scrypt$x"\n      scopes: [protect]\n      pseudonymScope: ${scope}\n`);
+    const { config } = loadConfig({ file: client('{ thirdPartyIds: [7, 0], organizationWide: false }'), env: {} });
+    assert.deepEqual(config!.identity.clients[0].pseudonymScope, { thirdPartyIds: [7, 0], dataUsageIds: [0], organizationWide: false });
+    for (const bad of ['{ thirdPartyIds: 7 }', '{ dataUsageIds: [-1] }', '{ organizationWide: maybe }', '{ partner: 7 }']) {
+      const { problems } = loadConfig({ file: client(bad), env: {} });
+      assert.ok(problems.length > 0 && problems.every((p) => p.line === 6), bad);
+    }
+  });
+
   it('applies environment overrides', () => {
     const { config } = loadConfig({
       file: 'config/gateway.yaml',

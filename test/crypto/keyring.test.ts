@@ -2,7 +2,7 @@
 
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hkdfSync, randomBytes } from 'node:crypto';
@@ -175,17 +175,36 @@ describe('Keyring sources', () => {
   it('loads YAML and JSON files', () => {
     const dir = tempDir();
     const yamlPath = join(dir, 'keys.yaml');
-    writeFileSync(yamlPath, yamlText);
+    writeFileSync(yamlPath, yamlText, { mode: 0o600 });
     assert.equal(loadKeyringFile(yamlPath).activeAt('customer', new Date('2026-01-01T00:00:00Z')).version, 2);
     const jsonPath = join(dir, 'keys.json');
-    writeFileSync(jsonPath, JSON.stringify(rotated));
+    writeFileSync(jsonPath, JSON.stringify(rotated), { mode: 0o600 });
     assert.deepEqual(loadKeyringFile(jsonPath).kids(), ['other', 'customer']);
+  });
+
+  it('refuses a key file other users may read or change, or its group may change', () => {
+    const dir = tempDir();
+    const path = join(dir, 'keys.yaml');
+    writeFileSync(path, yamlText, { mode: 0o600 });
+    for (const mode of [0o644, 0o604, 0o602, 0o620, 0o666]) {
+      chmodSync(path, mode);
+      const err = configProblems(() => loadKeyringFile(path));
+      assert.equal(err.problems[0].file, path);
+      assert.match(err.problems[0].message, /permissions \(0\d{3}\).*chmod 600/);
+      assert.ok(!err.message.includes(M1));
+    }
+    for (const mode of [0o600, 0o400, 0o640, 0o440]) {
+      chmodSync(path, mode);
+      assert.equal(loadKeyringFile(path).defaultKid, 'customer');
+    }
+    const notFile = configProblems(() => loadKeyringFile(dir));
+    assert.match(notFile.message, /not a regular file/);
   });
 
   it('names the file and line of a problem, and never quotes a syntax error line', () => {
     const dir = tempDir();
     const path = join(dir, 'keys.yaml');
-    writeFileSync(path, yamlText.replace('version: 2', 'version: two'));
+    writeFileSync(path, yamlText.replace('version: 2', 'version: two'), { mode: 0o600 });
     const err = configProblems(() => loadKeyringFile(path));
     assert.equal(err.problems[0].file, path);
     assert.equal(err.problems[0].line, 6);
@@ -223,6 +242,10 @@ describe('Keyring sources', () => {
     assert.equal(ring.defaultKid, 'default');
     assert.equal(ring.activeAt('default', new Date('2000-01-01T00:00:00Z')).version, 1);
     assert.equal(ensureDevKeyring(join(tempDir(), 'x')) === path, false);
+    // Opened up by hand, the generated keyring is closed again on the next start.
+    chmodSync(path, 0o644);
+    ensureDevKeyring(dataDir);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
   });
 });
 

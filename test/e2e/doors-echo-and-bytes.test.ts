@@ -78,7 +78,8 @@ describe('HTTP doors', () => {
 
   test('/api/protect: failure locations use indexes and plain names only (class 9)', async () => {
     const dataSet = `{"${EMAIL}": {"cardNumber": "12"}, "orders": [{"${CARD}": {"card_number": "1"}}]}`;
-    const res = await protect(`{"manifestName":"customer","jobType":"Pseudonymise","dataSet":${dataSet}}`);
+    // preserveStringLength: short values keep failing (issue 12 pseudonymises them otherwise).
+    const res = await protect(`{"manifestName":"customer","jobType":"Pseudonymise","preserveStringLength":true,"dataSet":${dataSet}}`);
     assert.equal(res.status, 422, res.text);
     assert.deepEqual(
       res.json.errors.map((e: { location: string }) => e.location),
@@ -135,7 +136,7 @@ describe('HTTP doors', () => {
     assert.equal(await inlineRes.body.text(), 'orderId,cardNumber,price\r\n12345678901234567890,************1111,1.50\r\n');
 
     const list = multipart([
-      { name: 'protectFileDataset', contentType: 'application/json', body: JSON.stringify({ manifestName: 'customer', jobType: 'Pseudonymise' }) },
+      { name: 'protectFileDataset', contentType: 'application/json', body: JSON.stringify({ manifestName: 'customer', jobType: 'Pseudonymise', preserveStringLength: true }) },
       { name: 'file', filename: 'people.csv', contentType: 'text/csv', body: `${EMAIL},cardNumber\r\nx,12\r\n` },
     ]);
     const failed = await request(`${gw.base}/file/protect`, {
@@ -179,7 +180,7 @@ describe('gRPC door', () => {
       protectValues(
         client,
         {
-          job_config: { configuration_name: 'customer', job_type: 'Pseudonymise', dataset_type: 'JSON' },
+          job_config: { configuration_name: 'customer', job_type: 'Pseudonymise', dataset_type: 'JSON', preserve_string_length: true },
           labels: [EMAIL, 'cardNumber'],
           rows: toRows([[`{"${EMAIL}": {"cardNumber": "12"}}`, '"12"']]),
         },
@@ -192,7 +193,7 @@ describe('gRPC door', () => {
       { location: '$', reason: 'VALUE_TOO_SHORT_FOR_FPE' },
     ]);
     const file = await expectFailure(
-      protectValues(client, { job_config: { configuration_name: 'customer', job_type: 'Pseudonymise' }, labels: ['ssn', ` ${CARD} `], rows: toRows([['1', 'x']]) }, token),
+      protectValues(client, { job_config: { configuration_name: 'customer', job_type: 'Pseudonymise', preserve_string_length: true }, labels: ['ssn', ` ${CARD} `], rows: toRows([['1', 'x']]) }, token),
     );
     assert.deepEqual(JSON.parse(file.trailers['dpg-error-details']), [{ location: 'row 0, column ssn', reason: 'VALUE_TOO_SHORT_FOR_FPE' }]);
     const malformed = await expectFailure(
@@ -226,7 +227,7 @@ describe('CLI door', () => {
   });
 
   test('dpg protect names no client key in its errors (class 9)', () => {
-    const r = dpg(['protect', '--manifest', 'customer', '--job', 'Pseudonymise'], `{"${EMAIL}": {"cardNumber": "12"}}`);
+    const r = dpg(['protect', '--manifest', 'customer', '--job', 'Pseudonymise', '--preserve-length'], `{"${EMAIL}": {"cardNumber": "12"}}`);
     assert.notEqual(r.status, 0);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /\$\[\?\]\.cardNumber/);

@@ -142,6 +142,11 @@ test('without a token only protect-scope jobs run: Reconstruct and Decrypt need 
     const res = await upload([metaPart({ ...META, jobType }), filePart()], {}, open, false);
     assert.equal(res.status, 200, `${jobType}: ${res.text}`);
   }
+  // No token, no client: the pseudonym scope of a client configured without one (no partner's ids).
+  for (const scope of [{ thirdPartyId: 7 }, { dataUsageId: 2 }, { isDataConsistentAcrossOrganization: true }]) {
+    const res = await upload([metaPart({ ...META, jobType: 'Pseudonymise', ...scope }), filePart()], {}, open, false);
+    assert.equal(res.status, 403, `${JSON.stringify(scope)}: ${res.text}`);
+  }
   // A token sent anyway is verified and its scopes enforced, even where none is required.
   const openReader = await tokenFor(open.base, CLIENTS.reader);
   const reader = await upload([metaPart({ ...META, jobType: 'Reconstruct' }), filePart()], { 'x-resource-token': openReader }, open, false);
@@ -171,7 +176,7 @@ test('every reachable catalogue error through /file/protect', async () => {
     ['metadata over the body limit', () => upload([metaPart({ ...META, pad: 'x'.repeat(3000) }), filePart()], {}, open, false), 413, 'PAYLOAD_TOO_LARGE'],
     ['bad data set type', () => upload([metaPart(), filePart()], { 'x-data-set-type': 'PDF' }), 400, 'INVALID_REQUEST'],
     ['job type not in manifest', () => upload([metaPart({ manifestName: 'card-masking', jobType: 'Decrypt' }), filePart()]), 422, 'JOB_TYPE_NOT_DEFINED'],
-    ['value too short for FPE', () => upload([metaPart({ ...META, jobType: 'Pseudonymise' }), filePart('cardNumber\n12\n')]), 422, 'VALUE_NOT_PROTECTABLE'],
+    ['value not protectable (invalid IBAN)', () => upload([metaPart({ ...META, jobType: 'Pseudonymise' }), filePart('iban\nDE00 1234 5678\n')]), 422, 'VALUE_NOT_PROTECTABLE'],
     ['foreign error', () => upload([metaPart({ ...META, manifestName: 'explode' }), filePart()]), 500, 'INTERNAL'],
   ];
   for (const [name, run, status, code] of cases) {

@@ -163,7 +163,7 @@ test('every catalogue error through /api/protect: status, code, problem+json, no
     ['body over the limit', () => protect({ ...good, padding: 'x'.repeat(4096) }, {}, small, tokens.small), 413, 'PAYLOAD_TOO_LARGE'],
     ['LIST', () => protect(good, { 'x-data-set-type': 'LIST' }), 415, 'UNSUPPORTED_DATA_SET_TYPE'],
     ['job type not in manifest', () => protect({ ...good, manifestName: 'card-masking', jobType: 'Decrypt' }), 422, 'JOB_TYPE_NOT_DEFINED'],
-    ['value too short for FPE', () => protect({ ...good, jobType: 'Pseudonymise', dataSet: { cardNumber: '12', name: 'Jane Doe' } }), 422, 'VALUE_NOT_PROTECTABLE'],
+    ['value not protectable (invalid IBAN)', () => protect({ ...good, jobType: 'Pseudonymise', dataSet: { iban: 'DE00 1234 5678', name: 'Jane Doe' } }), 422, 'VALUE_NOT_PROTECTABLE'],
     ['invalid ciphertext', () => protect({ ...good, jobType: 'Decrypt', dataSet: { cardNumber: 'enc:v1:zz:bad' } }), 422, 'VALUE_NOT_PROTECTABLE'],
     ['foreign error in the engine', () => protect({ ...good, manifestName: 'explode' }, {}, small, tokens.small), 500, 'INTERNAL'],
   ];
@@ -179,17 +179,17 @@ test('every catalogue error through /api/protect: status, code, problem+json, no
     assert.equal(res.json.requestId, res.headers['x-request-id'], name);
     for (const v of [...SECRET_VALUES, tokens.full, tokens.reader]) assert.ok(!res.text.includes(v), `${name}: leaked`);
   }
-  const notProtectable = await protect({ ...good, jobType: 'Pseudonymise', dataSet: { cardNumber: '12' } });
+  const notProtectable = await protect({ ...good, jobType: 'Pseudonymise', dataSet: { iban: 'DE00 1234 5678' } });
   assert.ok(Array.isArray(notProtectable.json.errors) && notProtectable.json.errors[0].location.length > 0);
   const problems = await protect({ ...good, countryCode: 'Germany', manifestName: 5 });
   assert.deepEqual(problems.json.errors.map((e: { location: string }) => e.location).sort(), ['countryCode', 'manifestName']);
 });
 
 test('silent mode: failures counted with their locations, never left in clear', async () => {
-  const res = await protect({ manifestName: 'customer', jobType: 'Pseudonymise', silentMode: true, dataSet: { cardNumber: '12', name: 'Jane Doe' } });
+  const res = await protect({ manifestName: 'customer', jobType: 'Pseudonymise', silentMode: true, dataSet: { iban: 'DE00 1234 5678', name: 'Jane Doe' } });
   assert.equal(res.status, 200, res.text);
   assert.equal(res.json.summary.failed, 1);
-  assert.equal(res.json.dataSet.cardNumber === '12', false);
+  assert.equal(res.json.dataSet.iban === 'DE00 1234 5678', false);
 });
 
 test('an internal error logs callsite frames only, never lines of a multi-line message', async () => {

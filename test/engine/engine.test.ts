@@ -39,8 +39,9 @@ describe('engine', () => {
   });
 
   it('a value FF1 cannot take fails the request without output, listing only its location', () => {
+    // preserveStringLength keeps the strict refusal of short values (the short-value scheme may change a length).
     rejects(
-      () => protect('Pseudonymise', { customers: [{ ssn: '12' }, { ssn: '123-45-6789' }] }),
+      () => protect('Pseudonymise', { customers: [{ ssn: '12' }, { ssn: '123-45-6789' }] }, { preserveStringLength: true }),
       'VALUE_NOT_PROTECTABLE',
       (e) => {
         assert.equal(e.errors?.length, 1);
@@ -53,10 +54,10 @@ describe('engine', () => {
   it('silent mode replaces failing values with the restricted text and counts them', () => {
     const res = engine.protectDocument(
       job('customer', 'Pseudonymise', { silentMode: true, useRestrictedText: true, restrictedText: '[withheld]' }),
-      { ssn: '12', name: 'Jane Doe' },
+      { iban: 'DE00 1234 5678', name: 'Jane Doe' },
     );
     const out = res.dataSet as Record<string, unknown>;
-    assert.equal(out.ssn, '[withheld]');
+    assert.equal(out.iban, '[withheld]');
     assert.notEqual(out.name, 'Jane Doe');
     assert.equal(res.summary.failed, 1);
     assert.equal(res.summary.protected, 1);
@@ -86,23 +87,6 @@ describe('engine', () => {
     // Reconstruct needs the same scope.
     assert.equal(protect('Reconstruct', { name: p1 }, { thirdPartyId: 1 }).name, 'Jane Doe');
     assert.notEqual(protect('Reconstruct', { name: p1 }, { thirdPartyId: 2 }).name, 'Jane Doe');
-  });
-
-  it('snapshot_date selects the key version active then (rotation on 2025-01-01)', () => {
-    const v = { cardNumber: '4111111111111111' };
-    const before = new Date('2024-06-01T00:00:00Z');
-    const after = new Date('2025-06-01T00:00:00Z');
-    const pOld = protect('Pseudonymise', v, { snapshotDate: before }).cardNumber;
-    const pOld2 = protect('Pseudonymise', v, { snapshotDate: new Date('2024-12-31T23:59:59Z') }).cardNumber;
-    const pNew = protect('Pseudonymise', v, { snapshotDate: after }).cardNumber;
-    assert.equal(pOld, pOld2);
-    assert.notEqual(pOld, pNew);
-    assert.equal(protect('Reconstruct', { cardNumber: pOld }, { snapshotDate: before }).cardNumber, v.cardNumber);
-    assert.equal(protect('Reconstruct', { cardNumber: pNew }, { snapshotDate: after }).cardNumber, v.cardNumber);
-    // Encrypt tokens carry their key version, so Decrypt needs no snapshot date.
-    const eOld = protect('Encrypt', v, { snapshotDate: before }).cardNumber;
-    assert.match(String(eOld), /:1:/);
-    assert.equal(protect('Decrypt', { cardNumber: eOld }).cardNumber, v.cardNumber);
   });
 
   it('keeps __proto__ and constructor keys as plain data', () => {

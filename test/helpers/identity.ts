@@ -33,7 +33,8 @@ export function identityConfig(signingKeyDir: string, overrides: Partial<Identit
     signingKeyRotationSeconds: 7 * 24 * 3600,
     apiKeys: [{ id: 'demo', hash: h.apiKey }],
     clients: [
-      { id: CLIENTS.full.id, secretHash: h.full, scopes: ['protect', 'reconstruct', 'decrypt'] },
+      // The operator's own tool: every pseudonym scope. The others have the default (no ids, not org-wide).
+      { id: CLIENTS.full.id, secretHash: h.full, scopes: ['protect', 'reconstruct', 'decrypt'], pseudonymScope: { thirdPartyIds: '*', dataUsageIds: '*', organizationWide: true } },
       { id: CLIENTS.reader.id, secretHash: h.reader, scopes: ['protect'] },
       { id: CLIENTS.cardOnly.id, secretHash: h.cardOnly, scopes: ['protect'], manifests: ['card-masking'] },
     ],

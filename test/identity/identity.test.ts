@@ -12,7 +12,8 @@ import { DpgError } from '../../src/core/errors.ts';
 import { createIdentity, scopeFor } from '../../src/identity/identity.ts';
 import { hashSecret } from '../../src/identity/secret-hash.ts';
 import { SecretCheckGate } from '../../src/identity/secret-check-gate.ts';
-import type { Identity, TokenRequest } from '../../src/identity/types.ts';
+import type { Identity, Principal, TokenRequest } from '../../src/identity/types.ts';
+import type { JobSpec, JobType, RequestContext } from '../../src/core/types.ts';
 import { API_KEY, CLIENTS, identityConfig } from '../e2e/http-helpers.ts';
 
 const dirs: string[] = [];
@@ -24,6 +25,10 @@ function tempDir(): string {
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+function jobOf(jobType: JobType, manifestName: string, context: Partial<RequestContext> = {}): JobSpec {
+  return { manifestName, jobType, dataSetType: 'JSON', context: { requestId: 'r', ...context } };
+}
 
 function quietLogger(lines: string[] = []) {
   return createLogger({ level: 'debug', destination: { write: (l: string) => void lines.push(l) } });
@@ -117,7 +122,7 @@ test('a scope parameter narrows the token', async () => {
   assert.equal(res.body.scope, 'protect');
   const principal = await id.verify(res.body.access_token);
   assert.deepEqual([...principal.scopes], ['protect']);
-  assert.throws(() => id.authorize(principal, 'Reconstruct', 'customer'), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
+  assert.throws(() => id.authorize(principal, jobOf('Reconstruct', 'customer')), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
 });
 
 test('authorize: scope per job type and the manifest allow-list', async () => {
@@ -129,9 +134,58 @@ test('authorize: scope per job type and the manifest allow-list', async () => {
   assert.equal(res.status, 200);
   if (res.status !== 200) return;
   const p = await id.verify(res.body.access_token);
-  id.authorize(p, 'Mask', 'card-masking');
-  assert.throws(() => id.authorize(p, 'Mask', 'customer'), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
-  assert.throws(() => id.authorize(p, 'Decrypt', 'card-masking'), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
+  id.authorize(p, jobOf('Mask', 'card-masking'));
+  assert.throws(() => id.authorize(p, jobOf('Mask', 'customer')), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
+  assert.throws(() => id.authorize(p, jobOf('Decrypt', 'card-masking')), (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN');
+});
+
+test('authorize: pseudonym scope values are bound to the client, carried in its token', async () => {
+  const partners = [
+    { id: 'partner-7', secret: 'partner-7-secret-a1b2', scope: { thirdPartyIds: [7], dataUsageIds: [0, 1, 2], organizationWide: false } },
+    { id: 'any-usage', secret: 'any-usage-secret-c3d4', scope: { thirdPartyIds: [0, 9], dataUsageIds: '*' as const, organizationWide: true } },
+  ];
+  const base = identityConfig(tempDir());
+  const config = {
+    ...base,
+    clients: [
+      ...base.clients,
+      ...partners.map((p) => ({ id: p.id, secretHash: hashSecret(p.secret), scopes: ['protect' as const], pseudonymScope: p.scope })),
+    ],
+  };
+  const id = await createIdentity(config, { logger: quietLogger([]) });
+  const principalOf = async (clientId: string, secret: string) => {
+    const res = await id.issueToken(req({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }));
+    assert.equal(res.status, 200);
+    if (res.status !== 200) throw new Error('no token');
+    return id.verify(res.body.access_token);
+  };
+  const forbidden = (p: Principal, context: Partial<RequestContext>, location: string) =>
+    assert.throws(
+      () => id.authorize(p, jobOf('Pseudonymise', 'customer', context)),
+      (e: unknown) => e instanceof DpgError && e.code === 'FORBIDDEN' && e.errors?.some((x) => x.location === location) === true,
+      `${JSON.stringify(context)} → ${location}`,
+    );
+
+  const p7 = await principalOf('partner-7', partners[0].secret);
+  assert.deepEqual(p7.pseudonymScope, partners[0].scope);
+  id.authorize(p7, jobOf('Pseudonymise', 'customer', { thirdPartyId: 7, dataUsageId: 2 }));
+  id.authorize(p7, jobOf('Pseudonymise', 'customer', { thirdPartyId: 7 }));
+  forbidden(p7, { thirdPartyId: 8 }, 'thirdPartyId');
+  forbidden(p7, {}, 'thirdPartyId'); // "none given" is a scope of its own, not this partner's
+  forbidden(p7, { thirdPartyId: 7, dataUsageId: 3 }, 'dataUsageId');
+  forbidden(p7, { thirdPartyId: 7, isDataConsistentAcrossOrganization: true }, 'isDataConsistentAcrossOrganization');
+
+  const any = await principalOf('any-usage', partners[1].secret);
+  id.authorize(any, jobOf('Pseudonymise', 'customer', { dataUsageId: 123456, isDataConsistentAcrossOrganization: true }));
+  id.authorize(any, jobOf('Pseudonymise', 'customer', { thirdPartyId: 9 }));
+  forbidden(any, { thirdPartyId: 7 }, 'thirdPartyId');
+
+  // A client configured without pseudonymScope: no ids, not org-wide.
+  const reader = await principalOf(CLIENTS.reader.id, CLIENTS.reader.secret);
+  id.authorize(reader, jobOf('Pseudonymise', 'customer'));
+  forbidden(reader, { thirdPartyId: 1 }, 'thirdPartyId');
+  forbidden(reader, { dataUsageId: 1 }, 'dataUsageId');
+  forbidden(reader, { isDataConsistentAcrossOrganization: true }, 'isDataConsistentAcrossOrganization');
 });
 
 test('JWKS carries public members only', async () => {

@@ -26,7 +26,8 @@ describe('codec evasion through the proxy (issue 8)', () => {
         routes: [
           route('json', { match: at('/json'), request: { manifest: 'customer', jobType: 'Mask' } }),
           route('xml', { match: at('/xml'), request: { manifest: 'customer', jobType: 'Mask' } }),
-          route('pseudonymise', { match: at('/pseudonymise'), request: { manifest: 'customer', jobType: 'Pseudonymise' } }),
+          // preserveStringLength: short values keep failing (issue 12 pseudonymises them otherwise).
+          route('pseudonymise', { match: at('/pseudonymise'), request: { manifest: 'customer', jobType: 'Pseudonymise', preserveStringLength: true } }),
           sql('mysql'),
           sql('mariadb'),
           sql('postgresql'),

@@ -260,7 +260,7 @@ describe('proxy hardening (security review)', () => {
         dispatcher: absoluteAgent,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: json({ cardNumber: '12' }),
+        body: json({ iban: 'DE00 1234 5678' }),
       });
       assert.equal(res.statusCode, 422);
       assert.equal(JSON.parse(await res.body.text()).code, 'VALUE_NOT_PROTECTABLE');

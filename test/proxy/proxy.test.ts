@@ -368,7 +368,7 @@ describe('egress proxy', () => {
 
     test('protection error → 422 with the catalogue code, nothing sent', async () => {
       const before = plain.received.length;
-      const res = await post(`${plain.origin}/v1/strict/a`, json({ cardNumber: '12' }));
+      const res = await post(`${plain.origin}/v1/strict/a`, json({ iban: 'DE00 1234 5678' }));
       assert.equal(res.statusCode, 422);
       assert.equal(res.headers['content-type'], 'application/problem+json');
       const problem = JSON.parse(await res.body.text());
@@ -443,10 +443,10 @@ describe('egress proxy', () => {
     });
 
     test('onError: passthrough forwards the original body, explicitly and audited', async () => {
-      const res = await post(`${plain.origin}/v1/lenient`, json({ cardNumber: '12' }));
+      const res = await post(`${plain.origin}/v1/lenient`, json({ iban: 'DE00 1234 5678' }));
       assert.equal(res.statusCode, 200);
       await res.body.text();
-      assert.deepEqual(JSON.parse(lastReceived(plain).body.toString()), { cardNumber: '12' });
+      assert.deepEqual(JSON.parse(lastReceived(plain).body.toString()), { iban: 'DE00 1234 5678' });
       assert.match(p.logText(), /"outcome":"passthrough"/);
     });
 

@@ -63,6 +63,16 @@ describe('Anonymise', () => {
     assert.equal(bindTechnique('Anonymise', { method: 'hash' }, ctxOf(keys)).forward('jane@example.com'), expected);
   });
 
+  it('hash tags the JSON type of non-strings: 42, "42", true, "true", null and "" all differ', () => {
+    const bound = bindTechnique('Anonymise', { method: 'hash' });
+    const outs = [42, '42', true, 'true', null, '', false, 'false'].map((v) => bound.forward(v));
+    assert.equal(new Set(outs).size, outs.length);
+    // Strings hash as their bare UTF-8 (join keys computed before the tag still match).
+    const keys = fakeKeys();
+    const tagged = createHmac('sha256', keys.active('hmac').key).update(Buffer.of(0xff, 0x6e)).update('42').digest('hex');
+    assert.equal(bindTechnique('Anonymise', { method: 'hash' }, ctxOf(keys)).forward(42), tagged);
+  });
+
   it('hash encodings and truncation', () => {
     const b64 = bindTechnique('Anonymise', { method: 'hash', encoding: 'base64url', length: 12 }).forward('x') as string;
     assert.match(b64, /^[A-Za-z0-9_-]{12}$/);
@@ -114,6 +124,8 @@ describe('Anonymise', () => {
     { method: 'redact', keepLast: 4 },
     { method: 'hash', encoding: 'base32' },
     { method: 'hash', length: 4 },
+    { method: 'hash', length: 15 }, // 60 bits: truncation keeps at least 64
+    { method: 'hash', encoding: 'base64url', length: 10 },
     { method: 'hash', length: 65 },
     { method: 'hash', encoding: 'base64url', length: 44 },
     { method: 'generalise-date', to: 'day' },

@@ -1,6 +1,7 @@
 // Pseudonymise formats (FF1 and date shift): table cases, then properties over thousands of
 // generated values: determinism, exact reversibility, shape and validity kept, unlinkable scopes,
-// batch = one by one, and the short-value rule with its reversible fallback.
+// batch = one by one, and the strict short-value rule with its reversible token fallback (the
+// default short-value scheme has its own file, fpe-short.test.ts).
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -114,26 +115,30 @@ describe('Pseudonymise table', () => {
   }
 
   const failures: [Record<string, unknown>, Scalar, string][] = [
-    [{ format: 'digits' }, '12345', 'VALUE_TOO_SHORT_FOR_FPE'],
-    [{ format: 'digits', keepLast: 4 }, '123-45-6789', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'digits', shortValues: 'reject' }, '12345', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'digits', keepLast: 4, shortValues: 'reject' }, '123-45-6789', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'digits' }, null, 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'digits' }, true, 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'digits' }, 1e21, 'UNSUPPORTED_NUMBER'],
     [{ format: 'digits' }, 1234567890123456, 'UNSUPPORTED_NUMBER'],
     [{ format: 'digits' }, 1e-7, 'UNSUPPORTED_NUMBER'],
-    [{ format: 'card' }, '1111 1111', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'card', shortValues: 'reject' }, '1111 1111', 'VALUE_TOO_SHORT_FOR_FPE'],
     // BIN and last 4 kept leave 6 digits, one of them the Luhn digit: 10^5 < 10^6.
-    [{ format: 'card', keepFirst: 6 }, '4111111111111111', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'card', keepFirst: 6, shortValues: 'reject' }, '4111111111111111', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'card' }, 1234567890.5, 'UNSUPPORTED_NUMBER'],
-    [{ format: 'name' }, 'Li Wu', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'name', shortValues: 'reject' }, 'Li Wu', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'name' }, 12345678, 'UNSUPPORTED_VALUE_TYPE'],
-    [{ format: 'text' }, 'ab-12', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'text', shortValues: 'reject' }, 'ab-12', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'text' }, 'x'.repeat(5000), 'VALUE_TOO_LONG_FOR_FPE'],
     [{ format: 'email' }, 'no-at-sign', 'NOT_AN_EMAIL'],
     [{ format: 'email' }, '@example.com', 'NOT_AN_EMAIL'],
-    [{ format: 'email' }, 'j.doe@example.com', 'VALUE_TOO_SHORT_FOR_FPE'],
+    [{ format: 'email', shortValues: 'reject' }, 'j.doe@example.com', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'iban' }, 'DE88 3704 0044 0532 0130 00', 'INVALID_IBAN'],
     [{ format: 'iban' }, 'DE89-3704-0044-0532-0130-00', 'INVALID_IBAN'],
+    // 99 ≡ 02, 01 ≡ 98, 00 ≡ 97 (mod 97): they pass the checksum, but ISO 13616 issues only 02-98.
+    [{ format: 'iban' }, 'GB99WEST12345698760082', 'INVALID_IBAN'],
+    [{ format: 'iban' }, 'GB01WEST12345698760003', 'INVALID_IBAN'],
+    [{ format: 'iban' }, 'GB00WEST12345698760021', 'INVALID_IBAN'],
     [{ format: 'date' }, 'tomorrow', 'NOT_A_DATE'],
     [{ format: 'date' }, '1/2/1985', 'UNSUPPORTED_DATE_FORMAT'],
     [{ format: 'date' }, 19850412, 'NOT_A_DATE'],
@@ -151,6 +156,18 @@ describe('Pseudonymise table', () => {
       }
     });
   }
+
+  it('IBAN check digits 02 and 98 are accepted; their out-of-range twins are not', () => {
+    const bound = bindTechnique('Pseudonymise', { format: 'iban' });
+    for (const [valid, twin] of [
+      ['GB02WEST12345698760082', 'GB99WEST12345698760082'],
+      ['GB98WEST12345698760003', 'GB01WEST12345698760003'],
+      ['GB97WEST12345698760021', 'GB00WEST12345698760021'],
+    ]) {
+      assert.ok(isValidIban(valid) && !isValidIban(twin));
+      assert.equal(bound.inverse!(bound.forward(valid)), valid);
+    }
+  });
 
   it('shortValues: encrypt turns too-small values into reversible SIV tokens', () => {
     const bound = bindTechnique('Pseudonymise', { format: 'digits', shortValues: 'encrypt' });
@@ -186,6 +203,41 @@ describe('Pseudonymise table', () => {
     const shift2 = (d2 - Date.parse('2020-06-15')) / 86_400_000;
     assert.equal(shift1, shift2);
     assert.ok(shift1 !== 0 && Math.abs(shift1) <= 10);
+  });
+});
+
+describe('date shift per value', () => {
+  const days = (a: string, b: string) => (Date.parse(b) - Date.parse(a)) / 86_400_000;
+
+  it('moves each date on its own, within maxDays, and back exactly (property)', () => {
+    const bound = bindTechnique('Pseudonymise', { format: 'date', maxDays: 30, shift: 'per-value' });
+    const shifts = new Set<number>();
+    fc.assert(
+      fc.property(fc.date({ min: new Date('1901-01-01T00:00:00Z'), max: new Date('2099-12-31T00:00:00Z'), noInvalidDate: true }), (d) => {
+        const input = d.toISOString().slice(0, 10);
+        const out = bound.forward(input) as string;
+        assert.match(out, /^\d{4}-\d{2}-\d{2}$/);
+        assert.ok(Math.abs(days(input, out)) <= 30);
+        assert.equal(bound.inverse!(out), input);
+        shifts.add(days(input, out));
+      }),
+      { numRuns: 2000, seed: 31 },
+    );
+    assert.ok(shifts.size > 40, `one known pair does not give away the others (${shifts.size} distinct shifts)`);
+  });
+
+  it('is a permutation of every day of a window, and depends on the scope', () => {
+    const a = bindTechnique('Pseudonymise', { format: 'date', maxDays: 365, shift: 'per-value' }, ctxOf(fakeKeys('tp=1;du=1')));
+    const b = bindTechnique('Pseudonymise', { format: 'date', maxDays: 365, shift: 'per-value' }, ctxOf(fakeKeys('tp=2;du=1')));
+    const inputs: string[] = [];
+    for (let t = Date.parse('1984-01-01T00:00:00Z'); t < Date.parse('1987-01-01T00:00:00Z'); t += 86_400_000) inputs.push(new Date(t).toISOString().slice(0, 10));
+    const outs = inputs.map((d) => a.forward(d));
+    assert.equal(new Set(outs).size, inputs.length);
+    assert.ok(inputs.filter((d, i) => b.forward(d) === outs[i]).length < inputs.length / 50);
+  });
+
+  it('explain and options', () => {
+    assert.throws(() => techniqueFor('Pseudonymise', { format: 'date', shift: 'random' }).validate({ format: 'date', shift: 'random' }), TechniqueOptionError);
   });
 });
 

@@ -1,5 +1,6 @@
 // Anonymise by keyed hash: HMAC-SHA-256 of the value's text under the field's 'hmac' key, encoded
-// and optionally truncated. Stable for a key version and scope, irreversible without the key.
+// and optionally truncated (never below 64 bits). Stable for a key version and scope, irreversible
+// without the key. Non-string values carry a type tag, so `42` and `"42"` hash apart.
 
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Scalar } from '../../core/types.ts';
@@ -14,8 +15,19 @@ export interface HashOptions {
 }
 
 const FULL_LENGTH = { hex: 64, base64url: 43 } as const;
-/** Below this a truncated hash collides too easily to stay a useful join key. */
-const MIN_LENGTH = 8;
+/**
+ * Shortest output: 64 bits (16 hex, 11 base64url characters = 66 bits). Below that a truncated
+ * hash collides too easily to stay a join key (2^16 values for a 50 % chance at 32 bits), and an
+ * attacker can grind inputs to a chosen hash.
+ */
+const MIN_LENGTH = { hex: 16, base64url: 11 } as const;
+
+/**
+ * What goes before a non-string value's text: 0xFF, which no UTF-8 text contains, then its JSON
+ * type. Strings are hashed as their bare UTF-8 bytes (so their hashes stayed what they were), and
+ * no string can produce a tagged input: the encoding is injective across types.
+ */
+const TYPE_TAG = { number: Buffer.of(0xff, 0x6e), boolean: Buffer.of(0xff, 0x62), null: Buffer.of(0xff, 0x30) } as const;
 
 // Derived keys are usually cached by the keyring, so their bytes' identity is a stable cache key.
 const keyObjects = new WeakMap<Uint8Array, KeyObject>();
@@ -39,7 +51,7 @@ export const hashTechnique: Technique<HashOptions> = {
     const reader = new OptionReader(raw, ['method', 'encoding', 'length'], { name: 'method', value: 'hash' });
     const encoding = reader.oneOf('encoding', ['hex', 'base64url'], 'hex');
     const length = reader.has('length')
-      ? reader.integer('length', { min: MIN_LENGTH, max: FULL_LENGTH[encoding], required: true })
+      ? reader.integer('length', { min: MIN_LENGTH[encoding], max: FULL_LENGTH[encoding], required: true })
       : undefined;
     return { encoding, length };
   },
@@ -51,7 +63,9 @@ export const hashTechnique: Technique<HashOptions> = {
         const key = hmacKey(ctx.keys.active('hmac').key);
         return {
           forward(value: Scalar): Scalar {
-            const digest = createHmac('sha256', key).update(scalarText(value), 'utf8').digest(options.encoding);
+            const mac = createHmac('sha256', key);
+            if (typeof value !== 'string') mac.update(value === null ? TYPE_TAG.null : TYPE_TAG[typeof value as 'number' | 'boolean']);
+            const digest = mac.update(scalarText(value), 'utf8').digest(options.encoding);
             return keep === digest.length ? digest : digest.slice(0, keep);
           },
         };

@@ -1,9 +1,10 @@
 // Mask, email style: keeps the first character of the local part and the domain, hiding the rest
-// (`j***@example.com`); with preserve_string_length the local part keeps its length.
+// (`j***@example.com`); with preserve_string_length the local part keeps its length. At most half
+// of the local part's characters stay visible (the domain is not masked by this style).
 
 import type { Scalar } from '../../core/types.ts';
 import { OptionReader } from '../option-reader.ts';
-import { compileMasker, MaskRuns, scalarText } from './masker.ts';
+import { compileMasker, MaskRuns, scalarText, SHORT_MASK_POLICIES, visibleAtMost, type ShortMaskPolicy } from './masker.ts';
 import type { CompiledTechnique, Technique } from '../technique.ts';
 
 export interface MaskEmailOptions {
@@ -12,6 +13,8 @@ export interface MaskEmailOptions {
   readonly keepFirst: number;
   /** Mask characters written when preserve_string_length is off: a fixed count hides the length. */
   readonly maskLength: number;
+  /** When keepFirst would leave more than half of the local part visible. */
+  readonly shortValues: ShortMaskPolicy;
 }
 
 export const maskEmailTechnique: Technique<MaskEmailOptions> = {
@@ -21,11 +24,12 @@ export const maskEmailTechnique: Technique<MaskEmailOptions> = {
   removesField: false,
 
   validate(raw) {
-    const reader = new OptionReader(raw, ['style', 'maskChar', 'keepFirst', 'maskLength'], { name: 'style', value: 'email' });
+    const reader = new OptionReader(raw, ['style', 'maskChar', 'keepFirst', 'maskLength', 'shortValues'], { name: 'style', value: 'email' });
     return {
       maskChar: reader.character('maskChar', '*'),
       keepFirst: reader.integer('keepFirst', { min: 0, max: 64, default: 1 }),
       maskLength: reader.integer('maskLength', { min: 1, max: 64, default: 3 }),
+      shortValues: reader.oneOf('shortValues', SHORT_MASK_POLICIES, 'mask-more'),
     };
   },
 
@@ -39,11 +43,11 @@ export const maskEmailTechnique: Technique<MaskEmailOptions> = {
       if (at <= 0 || at === text.length - 1) return maskWhole(text);
       if (!hasSurrogate(text, at)) {
         // One UTF-16 unit per character (nearly every address): slice instead of splitting.
-        const kept = Math.min(options.keepFirst, at - 1);
+        const kept = visibleAtMost(at, options.keepFirst, options.shortValues);
         return text.slice(0, kept) + runs.of(preserveLength ? at - kept : options.maskLength) + text.slice(at);
       }
       const local = Array.from(text.slice(0, at));
-      const kept = Math.min(options.keepFirst, local.length - 1);
+      const kept = visibleAtMost(local.length, options.keepFirst, options.shortValues);
       const hidden = preserveLength ? local.length - kept : options.maskLength;
       return local.slice(0, kept).join('') + runs.of(hidden) + text.slice(at);
     };
@@ -51,7 +55,8 @@ export const maskEmailTechnique: Technique<MaskEmailOptions> = {
     const preserving = { forward: build(true) };
     return {
       bind: (ctx) => (ctx.preserveStringLength ? preserving : fixed),
-      explain: () => `mask-email(keepFirst=${options.keepFirst}, maskChar=${options.maskChar}, maskLength=${options.maskLength})`,
+      explain: () =>
+        `mask-email(keepFirst=${options.keepFirst}, maskChar=${options.maskChar}, maskLength=${options.maskLength}, shortValues=${options.shortValues})`,
     };
   },
 };

@@ -1,6 +1,27 @@
 // The character-masking engine shared by the Mask styles and Anonymise's prefix masking: which
-// characters count as maskable, and a fast path for the common ASCII case (a card number masked
-// with keepLast 4 costs one scan and two slices).
+// characters count as maskable, the rule that a mask hides at least half of them, and a fast path
+// for the common ASCII case (a card number masked with keepLast 4 costs one scan and two slices).
+
+import { ValueError } from '../technique.ts';
+
+/**
+ * What a Mask does when its options would keep more than half of a value's maskable characters
+ * (`0100` with keepLast 4): `mask-more` keeps at most half (the default), `reject` fails the value.
+ */
+export const SHORT_MASK_POLICIES = ['mask-more', 'reject'] as const;
+export type ShortMaskPolicy = (typeof SHORT_MASK_POLICIES)[number];
+export const TOO_SHORT_TO_MASK = 'VALUE_TOO_SHORT_TO_MASK';
+
+/**
+ * The most characters a mask may leave visible out of `total` maskable ones: floor(total / 2), so
+ * at least half are always hidden. `wanted` above it is cut down to it, or fails with `reject`.
+ */
+export function visibleAtMost(total: number, wanted: number, policy: ShortMaskPolicy): number {
+  const most = total >>> 1;
+  if (wanted <= most) return wanted;
+  if (policy === 'reject') throw new ValueError(TOO_SHORT_TO_MASK);
+  return most;
+}
 
 /** Which characters a mask replaces; the rest (separators) are kept in place. */
 export type MaskableSet = 'alphanumeric' | 'digits' | 'all';
@@ -51,15 +72,22 @@ export interface MaskerSpec {
   readonly keepFirst: number;
   readonly keepLast: number;
   readonly maskChar: string;
+  /** Default `mask-more`: see visibleAtMost. */
+  readonly shortValues?: ShortMaskPolicy;
 }
 
 /**
  * Compiles a function masking every maskable character of a string except the first `keepFirst`
  * and the last `keepLast` maskable ones. Separators do not count towards those numbers. Length in
- * characters (code points) is always kept.
+ * characters (code points) is always kept. When first + last would leave more than half of the
+ * maskable characters visible, both are cut down in proportion (or the value fails, `reject`).
  */
 export function compileMasker(spec: MaskerSpec): (value: string) => string {
-  const { keepFirst, keepLast } = spec;
+  const policy = spec.shortValues ?? 'mask-more';
+  const wanted = spec.keepFirst + spec.keepLast;
+  /** keepFirst when `visible` characters may stay visible (keepLast takes the rest of them). */
+  const firstFor = (visible: number): number =>
+    visible === wanted ? spec.keepFirst : wanted === 0 ? 0 : Math.floor((spec.keepFirst * visible) / wanted);
   const table = asciiTable(spec.set);
   const runs = new MaskRuns(spec.maskChar);
   const isMaskable = maskablePredicate(spec.set);
@@ -72,7 +100,9 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
     const chars = Array.from(value);
     let total = 0;
     for (const ch of chars) if (isMaskable(ch)) total++;
-    const maskTo = total - keepLast;
+    const visible = visibleAtMost(total, wanted, policy);
+    const keepFirst = firstFor(visible);
+    const maskTo = total - (visible - keepFirst);
     let ordinal = 0;
     for (let i = 0; i < chars.length; i++) {
       if (!isMaskable(chars[i])) continue;
@@ -90,7 +120,9 @@ export function compileMasker(spec: MaskerSpec): (value: string) => string {
       if (c >= 128) return wideMask(value);
       total += table[c];
     }
-    const maskTo = total - keepLast;
+    const visible = visibleAtMost(total, wanted, policy);
+    const keepFirst = firstFor(visible);
+    const maskTo = total - (visible - keepFirst);
     if (maskTo <= keepFirst) return value;
     if (total === n) {
       // Every character is maskable (a bare card number): a cached run and one or two slices.

@@ -1,10 +1,11 @@
 // Mask, plain style: replaces characters with a mask character, keeping the first/last N and the
 // separators, optionally only digits, or only what a regular expression's capture groups match.
+// Whatever the options, at least half of the maskable characters are hidden (masker.ts).
 
 import type { Scalar } from '../../core/types.ts';
 import { OptionReader } from '../option-reader.ts';
-import { compileMasker, maskablePredicate, scalarText, type MaskableSet } from './masker.ts';
-import { TechniqueOptionError, type CompiledTechnique, type Technique } from '../technique.ts';
+import { compileMasker, maskablePredicate, scalarText, SHORT_MASK_POLICIES, TOO_SHORT_TO_MASK, type MaskableSet, type ShortMaskPolicy } from './masker.ts';
+import { TechniqueOptionError, ValueError, type CompiledTechnique, type Technique } from '../technique.ts';
 
 export interface MaskOptions {
   readonly keepFirst: number;
@@ -15,6 +16,8 @@ export interface MaskOptions {
   readonly pattern: RegExp | undefined;
   /** When a pattern finds no match: mask the whole value (fail closed) or keep it. */
   readonly onNoMatch: 'mask' | 'keep';
+  /** When the options would leave more than half of the maskable characters visible. */
+  readonly shortValues: ShortMaskPolicy;
 }
 
 const MAX_KEEP = 1_000_000;
@@ -59,7 +62,7 @@ export const maskTechnique: Technique<MaskOptions> = {
   validate(raw) {
     const reader = new OptionReader(
       raw,
-      ['style', 'keepFirst', 'keepLast', 'maskChar', 'keepSeparators', 'digitsOnly', 'pattern', 'flags', 'onNoMatch'],
+      ['style', 'keepFirst', 'keepLast', 'maskChar', 'keepSeparators', 'digitsOnly', 'pattern', 'flags', 'onNoMatch', 'shortValues'],
       { name: 'style', value: 'plain' },
     );
     const pattern = readPattern(reader);
@@ -73,11 +76,18 @@ export const maskTechnique: Technique<MaskOptions> = {
       set: readMaskableSet(reader),
       pattern,
       onNoMatch: pattern === undefined ? 'mask' : reader.oneOf('onNoMatch', ['mask', 'keep'], 'mask'),
+      shortValues: reader.oneOf('shortValues', SHORT_MASK_POLICIES, 'mask-more'),
     };
   },
 
   compile(options): CompiledTechnique {
-    const maskAll = compileMasker({ set: options.set, keepFirst: options.keepFirst, keepLast: options.keepLast, maskChar: options.maskChar });
+    const maskAll = compileMasker({
+      set: options.set,
+      keepFirst: options.keepFirst,
+      keepLast: options.keepLast,
+      maskChar: options.maskChar,
+      shortValues: options.shortValues,
+    });
     const transform = options.pattern === undefined ? maskAll : compilePatternMask(options, maskAll);
     const forward = (value: Scalar): Scalar => transform(typeof value === 'string' ? value : scalarText(value));
     const bound = { forward };
@@ -86,13 +96,18 @@ export const maskTechnique: Technique<MaskOptions> = {
       explain: () => {
         const parts = [`keepFirst=${options.keepFirst}`, `keepLast=${options.keepLast}`, `maskChar=${options.maskChar}`, `chars=${options.set}`];
         if (options.pattern !== undefined) parts.push(`pattern=/${options.pattern.source}/`, `onNoMatch=${options.onNoMatch}`);
+        parts.push(`shortValues=${options.shortValues}`);
         return `mask(${parts.join(', ')})`;
       },
     };
   },
 };
 
-/** Masks the maskable characters inside every capture group of every match of the pattern. */
+/**
+ * Masks the maskable characters inside every capture group of every match of the pattern. Within
+ * each match at least half of the maskable characters must end up masked: otherwise the whole
+ * match is masked (`mask-more`) or the value fails (`reject`), as for keepFirst/keepLast.
+ */
 function compilePatternMask(options: MaskOptions, maskAll: (value: string) => string): (value: string) => string {
   const pattern = options.pattern as RegExp;
   const isMaskable = maskablePredicate(options.set);
@@ -103,11 +118,26 @@ function compilePatternMask(options: MaskOptions, maskAll: (value: string) => st
       matched = true;
       const indices = match.indices;
       if (indices === undefined) continue;
+      marks ??= new Uint8Array(value.length);
       for (let g = 1; g < indices.length; g++) {
         const span = indices[g];
         if (span === undefined) continue;
-        marks ??= new Uint8Array(value.length);
         marks.fill(1, span[0], span[1]);
+      }
+      const [from, to] = indices[0];
+      let maskable = 0;
+      let hidden = 0;
+      for (let i = from; i < to; ) {
+        const ch = String.fromCodePoint(value.codePointAt(i)!);
+        if (isMaskable(ch)) {
+          maskable++;
+          hidden += marks[i];
+        }
+        i += ch.length;
+      }
+      if (hidden * 2 < maskable) {
+        if (options.shortValues === 'reject') throw new ValueError(TOO_SHORT_TO_MASK);
+        marks.fill(1, from, to);
       }
     }
     if (!matched) return options.onNoMatch === 'keep' ? value : maskAll(value);

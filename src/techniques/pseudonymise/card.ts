@@ -3,9 +3,20 @@
 // recomputed so the Luhn sum keeps its residue: valid stays valid, reversibly, with no cycle walking.
 
 import type { Scalar } from '../../core/types.ts';
-import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type FpeFormat, type FpeJob, type ShortValuePolicy, type TweakCache } from './fpe-core.ts';
-import { numberShape, type NumberShape } from './digits.ts';
+import {
+  compileFpe,
+  DEFAULT_SHORT_VALUE_POLICY,
+  SHORT_VALUE_POLICIES,
+  TOO_SHORT,
+  type AnyFpeJob,
+  type FpeFormat,
+  type FpeJob,
+  type ShortValuePolicy,
+  type TweakCache,
+} from './fpe-core.ts';
+import { digitPosition, MIN_FF1_DIGITS, numberShape, type NumberShape } from './digits.ts';
 import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
+import { KeptValue, shortJob } from './fpe-short.ts';
 import { OptionReader } from '../option-reader.ts';
 import { ValueError, type Technique } from '../technique.ts';
 
@@ -35,7 +46,21 @@ export function isLuhnValid(text: string): boolean {
   return digits.length > 0 && luhnResidue(digits) === 0;
 }
 
-function cardJob(value: Scalar, options: CardOptions, tweaks: TweakCache): FpeJob {
+/**
+ * The text with its Luhn digit (the last free one, just before the kept tail) set so the Luhn sum
+ * has `residue`: how a short card keeps its validity whatever its new length.
+ */
+function withLuhnResidue(text: string, keepLast: number, residue: number): string {
+  const digits = extractSymbols(text, true, false).values;
+  const n = digits.length;
+  const fix = n - keepLast - 1;
+  const wanted = (residue - luhnResidue(digits, fix, n) + 10) % 10;
+  const digit = ((n - 1 - fix) % 2 === 1 ? DOUBLED_FROM : UNDOUBLED_FROM)[wanted];
+  const at = digitPosition(text, fix);
+  return text.slice(0, at) + String.fromCharCode(48 + digit) + text.slice(at + 1);
+}
+
+function cardJob(value: Scalar, options: CardOptions, tweaks: TweakCache, short: boolean): AnyFpeJob {
   let text: string;
   let shape: NumberShape | undefined;
   if (typeof value === 'string') text = value;
@@ -49,7 +74,15 @@ function cardJob(value: Scalar, options: CardOptions, tweaks: TweakCache): FpeJo
   const n = digits.length;
   const fix = n - options.keepLast - 1;
   // The fixed-up digit carries no key-dependent information: FF1 runs on the other free digits.
-  if (fix - options.keepFirst < 1) throw new ValueError(TOO_SHORT);
+  if (fix - options.keepFirst < MIN_FF1_DIGITS) {
+    if (!short) throw new ValueError(TOO_SHORT);
+    // Nothing free but (at most) the Luhn digit, which the residue fixes: the value is its own pseudonym.
+    if (fix - options.keepFirst <= 0) return new KeptValue(value);
+    const residue = luhnResidue(digits);
+    const start = options.keepFirst === 0 ? 0 : digitPosition(text, options.keepFirst - 1) + 1;
+    const finish = (out: string) => withLuhnResidue(out, options.keepLast, residue);
+    return shortJob({ text, start, end: digitPosition(text, fix), classes: 'digits', finish, isNumber: shape !== undefined }, value, tweaks);
+  }
   const needLead = shape !== undefined && options.keepFirst === 0;
   return needLead ? new LeadingCardJob(tweaks.scope, symbols, options.keepFirst, fix, true) : new CardJob(tweaks.scope, symbols, options.keepFirst, fix, shape !== undefined);
 }
@@ -108,13 +141,13 @@ export const fpeCardTechnique: Technique<CardOptions> = {
     return {
       keepFirst: reader.integer('keepFirst', { min: 0, max: 64, default: 0 }),
       keepLast: reader.integer('keepLast', { min: 0, max: 64, default: 4 }),
-      shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, 'reject'),
+      shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, DEFAULT_SHORT_VALUE_POLICY),
     };
   },
 
   compile(options) {
     const format: FpeFormat = {
-      plan: (value, tweaks) => cardJob(value, options, tweaks),
+      plan: (value, tweaks, short) => cardJob(value, options, tweaks, short),
       explain: () => `keepFirst=${options.keepFirst}, keepLast=${options.keepLast}, luhn=kept`,
     };
     return compileFpe('fpe-card', format, options.shortValues);

@@ -2,8 +2,19 @@
 // optionally the first/last N digits kept. JSON numbers stay numbers with the same digit count.
 
 import type { Scalar } from '../../core/types.ts';
-import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, type FpeFormat, type FpeJob, type ShortValuePolicy, type TweakCache } from './fpe-core.ts';
+import {
+  compileFpe,
+  DEFAULT_SHORT_VALUE_POLICY,
+  SHORT_VALUE_POLICIES,
+  TOO_SHORT,
+  type AnyFpeJob,
+  type FpeFormat,
+  type FpeJob,
+  type ShortValuePolicy,
+  type TweakCache,
+} from './fpe-core.ts';
 import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
+import { KeptValue, shortJob } from './fpe-short.ts';
 import { OptionReader } from '../option-reader.ts';
 import { ValueError, type Technique } from '../technique.ts';
 
@@ -33,8 +44,28 @@ export function numberShape(value: number): NumberShape {
   return { text, noLeadingZero: m[1].length > 1, noTrailingZero: m[2] !== undefined };
 }
 
-/** FF1 over the digits of a text (or of a JSON number's text), keeping `keepFirst`/`keepLast` digits. */
-export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tweaks: TweakCache): FpeJob {
+/** Free digits FF1 needs: 10^6 = MIN_DOMAIN, SP 800-38G's minimum domain. */
+export const MIN_FF1_DIGITS = 6;
+
+/**
+ * Where digit number `ordinal` (0-based) of a text sits, or the text's length past the last one:
+ * the bounds of the region of free digits the short-value scheme rewrites.
+ */
+export function digitPosition(text: string, ordinal: number): number {
+  let seen = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57 && seen++ === ordinal) return i;
+  }
+  return text.length;
+}
+
+/**
+ * FF1 over the digits of a text (or of a JSON number's text), keeping `keepFirst`/`keepLast` digits.
+ * Fewer than 6 free digits: VALUE_TOO_SHORT_FOR_FPE, or with `short` the short-value scheme over
+ * the text between the kept digits.
+ */
+export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tweaks: TweakCache, short = false): AnyFpeJob {
   let text: string;
   let shape: NumberShape | undefined;
   if (typeof value === 'string') text = value;
@@ -43,7 +74,14 @@ export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tw
   const symbols = extractSymbols(text, true, false);
   const total = symbols.values.length;
   const end = total - keepLast;
-  if (end - keepFirst < 1) throw new ValueError(TOO_SHORT);
+  if (end - keepFirst < MIN_FF1_DIGITS) {
+    if (!short) throw new ValueError(TOO_SHORT);
+    // No free digit (all of them kept): nothing to replace, the value is its own pseudonym.
+    if (end - keepFirst <= 0) return new KeptValue(value);
+    const start = keepFirst === 0 ? 0 : digitPosition(text, keepFirst - 1) + 1;
+    const stop = keepLast === 0 ? text.length : digitPosition(text, end);
+    return shortJob({ text, start, end: stop, classes: 'digits', isNumber: shape !== undefined }, value, tweaks);
+  }
   // Cycle walking keeps a number's pseudonym free of a leading or trailing zero it would lose.
   const needLead = shape?.noLeadingZero === true && keepFirst === 0;
   const needTrail = shape?.noTrailingZero === true && keepLast === 0;
@@ -108,13 +146,13 @@ export function readDigitsOptions(raw: Readonly<Record<string, unknown>>, format
   return {
     keepFirst: reader.integer('keepFirst', { min: 0, max: 4096, default: 0 }),
     keepLast: reader.integer('keepLast', { min: 0, max: 4096, default: 0 }),
-    shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, 'reject'),
+    shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, DEFAULT_SHORT_VALUE_POLICY),
   };
 }
 
 export function digitsFormat(options: DigitsOptions): FpeFormat {
   return {
-    plan: (value, tweaks) => digitsJob(value, options.keepFirst, options.keepLast, tweaks),
+    plan: (value, tweaks, short) => digitsJob(value, options.keepFirst, options.keepLast, tweaks, short),
     explain: () => `keepFirst=${options.keepFirst}, keepLast=${options.keepLast}`,
   };
 }

@@ -1,15 +1,21 @@
 // The machinery every FF1 format shares: a value is turned into an FF1 job (numerals, radix, tweak,
 // an optional domain test for cycle walking and a renderer), jobs run alone or batched, and values
-// too small for FF1 either fail or take the documented reversible fallback (an AES-SIV token).
+// too small for FF1 take the short-value scheme (fpe-short.ts), fail, or become an AES-SIV token.
 
 import { FF1, FF1_MAX_LENGTH } from '../../crypto/ff1.ts';
 import type { Scalar } from '../../core/types.ts';
 import { TOKEN_PREFIX, TokenSealer } from '../encrypt/ciphertext-token.ts';
+import { KeptValue } from './fpe-short.ts';
 import { ValueError, type BindContext, type BoundTechnique, type CompiledTechnique } from '../technique.ts';
 
-/** What a format does with a value FF1 cannot take (too short, null, boolean, wrong JSON type). */
-export const SHORT_VALUE_POLICIES = ['reject', 'encrypt'] as const;
+/**
+ * What a format does with a value whose symbols are too few for FF1: `pseudonymise` (the short-value
+ * scheme, fpe-short.ts; preserve_string_length still refuses), `reject` (fail), `encrypt` (an AES-SIV
+ * token, which also covers null, booleans and wrong JSON types).
+ */
+export const SHORT_VALUE_POLICIES = ['pseudonymise', 'reject', 'encrypt'] as const;
 export type ShortValuePolicy = (typeof SHORT_VALUE_POLICIES)[number];
+export const DEFAULT_SHORT_VALUE_POLICY: ShortValuePolicy = 'pseudonymise';
 
 export const TOO_SHORT = 'VALUE_TOO_SHORT_FOR_FPE';
 export const TOO_LONG = 'VALUE_TOO_LONG_FOR_FPE';
@@ -68,16 +74,20 @@ export interface FpeNumberJob {
   renderRank(rank: number): Scalar;
 }
 
-export type AnyFpeJob = FpeJob | FpeNumberJob;
+/** A job, or a value that is its own pseudonym (no symbol to encrypt: see fpe-short.ts). */
+export type AnyFpeJob = FpeJob | FpeNumberJob | KeptValue;
 
-function isNumberJob(job: AnyFpeJob): job is FpeNumberJob {
+function isNumberJob(job: FpeJob | FpeNumberJob): job is FpeNumberJob {
   return typeof (job as FpeNumberJob).rank === 'number';
 }
 
 /** A format: how a value becomes an FF1 job (the same decomposition serves both directions). */
 export interface FpeFormat {
-  /** Throws ValueError for values the format cannot take. */
-  plan(value: Scalar, tweaks: TweakCache): AnyFpeJob;
+  /**
+   * Throws ValueError for values the format cannot take. With `short`, values too small for FF1
+   * become short-value jobs (fpe-short.ts) instead of failing with VALUE_TOO_SHORT_FOR_FPE.
+   */
+  plan(value: Scalar, tweaks: TweakCache, short: boolean): AnyFpeJob;
   explain(): string;
 }
 
@@ -93,6 +103,7 @@ function layoutShape(layout: number): string {
 export class TweakCache {
   private readonly byShape = new Map<string, Uint8Array>();
   private readonly byLayout = new Map<number, Uint8Array>();
+  private readonly byShortDomain = new Map<string, Uint8Array>();
 
   constructor(readonly scope: Uint8Array) {}
 
@@ -104,6 +115,22 @@ export class TweakCache {
       tweak.set(this.scope, 0);
       for (let i = 0; i < shape.length; i++) tweak[this.scope.length + 1 + i] = shape.charCodeAt(i);
       if (this.byShape.size < 1024) this.byShape.set(shape, tweak);
+    }
+    return tweak;
+  }
+
+  /**
+   * scope || 0x01 || domain id (ASCII): the short-value scheme's permutations, apart from every
+   * normal one (whose tweaks are the scope alone or scope || 0x00 || shape).
+   */
+  forShort(domain: string): Uint8Array {
+    let tweak = this.byShortDomain.get(domain);
+    if (tweak === undefined) {
+      tweak = new Uint8Array(this.scope.length + 1 + domain.length);
+      tweak.set(this.scope, 0);
+      tweak[this.scope.length] = 1;
+      for (let i = 0; i < domain.length; i++) tweak[this.scope.length + 1 + i] = domain.charCodeAt(i);
+      this.byShortDomain.set(domain, tweak);
     }
     return tweak;
   }
@@ -138,7 +165,7 @@ function ff1For(key: Uint8Array, radix: number): FF1 {
 }
 
 /** Checks a job's size before FF1 sees it, so failures carry our reasons, not FF1's messages. */
-function checkJob(job: AnyFpeJob): void {
+function checkJob(job: FpeJob | FpeNumberJob): void {
   if (job.length > FF1_MAX_LENGTH) throw new ValueError(TOO_LONG);
   // From 20 numerals on even radix 2 clears the minimum domain: skips Math.pow for most values.
   if (job.length < 20 && (Math.pow(job.radix, job.length) < MIN_DOMAIN || job.length < 2)) throw new ValueError(TOO_SHORT);
@@ -162,6 +189,7 @@ class FpeRunner {
   ) {}
 
   run(job: AnyFpeJob): Scalar {
+    if (job instanceof KeptValue) return job.value;
     checkJob(job);
     const ff1 = ff1For(this.key, job.radix);
     if (isNumberJob(job)) return this.#runNumber(ff1, job);
@@ -198,6 +226,10 @@ class FpeRunner {
       const job = jobs[i];
       if (job instanceof ValueError) {
         results[i] = job;
+        continue;
+      }
+      if (job instanceof KeptValue) {
+        results[i] = job.value;
         continue;
       }
       try {
@@ -312,9 +344,9 @@ function looksLikeToken(value: Scalar): boolean {
   return typeof value === 'string' && value.startsWith(TOKEN_PREFIX);
 }
 
-function planOrError(format: FpeFormat, value: Scalar, tweaks: TweakCache): AnyFpeJob | ValueError {
+function planOrError(format: FpeFormat, value: Scalar, tweaks: TweakCache, short: boolean): AnyFpeJob | ValueError {
   try {
-    return format.plan(value, tweaks);
+    return format.plan(value, tweaks, short);
   } catch (err) {
     if (err instanceof ValueError) return err;
     throw err;
@@ -322,13 +354,17 @@ function planOrError(format: FpeFormat, value: Scalar, tweaks: TweakCache): AnyF
 }
 
 /**
- * Binds an FF1 format to a request. With the `encrypt` policy, values FF1 cannot take become
- * `enc:v1:siv:…` tokens (deterministic, reversible); a pseudonym that happens to look like such a
- * token is replaced by a token too, so Reconstruct can always tell the two apart.
+ * Binds an FF1 format to a request. With the `pseudonymise` policy short values take the
+ * short-value scheme, except that preserve_string_length refuses them on the way out (the scheme
+ * may change a length); Reconstruct always reads them back. With the `encrypt` policy, values FF1
+ * cannot take become `enc:v1:siv:…` tokens (deterministic, reversible); a pseudonym that happens to
+ * look like such a token is replaced by a token too, so Reconstruct can always tell the two apart.
  */
 function bindFpe(format: FpeFormat, policy: ShortValuePolicy, ctx: BindContext): BoundTechnique {
   const key = ctx.keys.active('ff1').key;
   const tweaks = new TweakCache(ctx.keys.scope);
+  const shortForward = policy === 'pseudonymise' && !ctx.preserveStringLength;
+  const shortInverse = policy === 'pseudonymise';
   const encryptor = new FpeRunner(key, false);
   const decryptor = new FpeRunner(key, true);
   const sealer = policy === 'encrypt' ? new TokenSealer(ctx.keys, FALLBACK_PURPOSE) : undefined;
@@ -341,7 +377,7 @@ function bindFpe(format: FpeFormat, policy: ShortValuePolicy, ctx: BindContext):
     sealer !== undefined && looksLikeToken(pseudonym) ? sealer.seal(value, 'siv') : pseudonym;
 
   const forward = (value: Scalar): Scalar => {
-    const job = planOrError(format, value, tweaks);
+    const job = planOrError(format, value, tweaks, shortForward);
     if (job instanceof ValueError) return fallbackForward(value, job);
     try {
       return guardForward(value, encryptor.run(job));
@@ -353,7 +389,7 @@ function bindFpe(format: FpeFormat, policy: ShortValuePolicy, ctx: BindContext):
 
   const inverse = (value: Scalar): Scalar => {
     if (sealer !== undefined && looksLikeToken(value)) return sealer.open(value as string);
-    return decryptor.run(format.plan(value, tweaks));
+    return decryptor.run(format.plan(value, tweaks, shortInverse));
   };
 
   const forwardBatch = (values: readonly Scalar[]): (Scalar | ValueError)[] => {
@@ -362,7 +398,7 @@ function bindFpe(format: FpeFormat, policy: ShortValuePolicy, ctx: BindContext):
     for (let from = 0; from < values.length; from += BATCH_CHUNK) {
       const to = Math.min(from + BATCH_CHUNK, values.length);
       jobs.length = 0;
-      for (let i = from; i < to; i++) jobs.push(planOrError(format, values[i], tweaks));
+      for (let i = from; i < to; i++) jobs.push(planOrError(format, values[i], tweaks, shortForward));
       const chunk = encryptor.runBatch(jobs);
       for (let i = from; i < to; i++) {
         const r = chunk[i - from];
@@ -390,7 +426,7 @@ function bindFpe(format: FpeFormat, policy: ShortValuePolicy, ctx: BindContext):
           tokens.push(i);
           jobs.push(PENDING);
         } else {
-          jobs.push(planOrError(format, values[i], tweaks));
+          jobs.push(planOrError(format, values[i], tweaks, shortInverse));
         }
       }
       const chunk = decryptor.runBatch(jobs);

@@ -4,6 +4,7 @@
 
 import type { Scalar } from '../../core/types.ts';
 import { MIN_DOMAIN, TOO_SHORT, type AnyFpeJob, type FpeJob, type FpeNumberJob, type TweakCache } from './fpe-core.ts';
+import { shortJob } from './fpe-short.ts';
 import { ValueError } from '../technique.ts';
 
 export const DIGIT = 0;
@@ -125,7 +126,7 @@ export function scratchDigits(length: number): Uint8Array {
   return digitScratch;
 }
 
-const keepText = (text: string): Scalar => text;
+const keepText = (text: string): string => text;
 
 // The same doubles Math.log10 gives, summed in the same order: the threshold test is unchanged.
 const LOG10_10 = Math.log10(10);
@@ -269,9 +270,10 @@ function shapeRadix(shape: string, k: number): number {
  * The FF1 job for the symbols of a span. One class only: FF1 directly in radix 10 or 26 (tweak =
  * scope). Digits and letters mixed: the symbols are one number in a mixed radix (domain N = product
  * of the radices), encrypted as bits with FF1 radix 2 and cycle-walked back below N; the class
- * layout is part of the tweak. Either way the domain must be at least 1,000,000.
+ * layout is part of the tweak. Either way the domain must be at least 1,000,000; below it the value
+ * fails with VALUE_TOO_SHORT_FOR_FPE, or with `short` takes the short-value scheme (fpe-short.ts).
  */
-export function symbolsJob(span: SymbolSpan, tweaks: TweakCache, finish: (text: string) => Scalar = keepText): AnyFpeJob {
+export function symbolsJob(span: SymbolSpan, tweaks: TweakCache, finish: (text: string) => string = keepText, short = false): AnyFpeJob {
   const { text, start, end, digits, letters } = span;
   let n = 0;
   let firstRadix = 0;
@@ -295,8 +297,11 @@ export function symbolsJob(span: SymbolSpan, tweaks: TweakCache, finish: (text: 
     rank = rank * radix + (c - BASE_CODE[kind]);
     if (n <= 30) layout = layout * 2 + (kind === DIGIT ? 1 : 0);
   }
-  if (n === 0) throw new ValueError(TOO_SHORT);
-  if (log10Domain < 6 - 1e-9) throw new ValueError(TOO_SHORT);
+  if (n === 0 || log10Domain < 6 - 1e-9) {
+    if (!short) throw new ValueError(TOO_SHORT);
+    const classes = digits && letters ? 'alnum' : digits ? 'digits' : 'letters';
+    return shortJob({ text, start, end, classes, finish }, text, tweaks);
+  }
   if (uniform) return new UniformJob(span, firstRadix, tweaks.scope, n, finish);
   if (domain <= 2 ** 52) {
     if (domain < MIN_DOMAIN) throw new ValueError(TOO_SHORT);

@@ -1,8 +1,9 @@
 // Pseudonymise, IBAN format: the country code kept, the BBAN FF1-encrypted over its own classes
 // (digits stay digits, letters stay letters) and the check digits recomputed, so the result passes
-// the ISO 13616 mod-97 check. Only valid IBANs are accepted: an invalid one could not round-trip.
+// the ISO 13616 mod-97 check. Only valid IBANs are accepted (check digits 02-98 included): an
+// invalid one could not round-trip. A BBAN too short for FF1 takes the short-value scheme.
 
-import { compileFpe, SHORT_VALUE_POLICIES, TOO_SHORT, UNSUPPORTED_TYPE, type ShortValuePolicy } from './fpe-core.ts';
+import { compileFpe, DEFAULT_SHORT_VALUE_POLICY, SHORT_VALUE_POLICIES, TOO_SHORT, UNSUPPORTED_TYPE, type ShortValuePolicy } from './fpe-core.ts';
 import { symbolsJob } from './fpe-symbols.ts';
 import { OptionReader } from '../option-reader.ts';
 import { ValueError, type Technique } from '../technique.ts';
@@ -26,9 +27,16 @@ function mod97(text: string): number {
   return rest;
 }
 
+/**
+ * ISO 13616: structure, mod-97 check, and check digits 02-98. 00, 01 and 99 pass the mod-97 test
+ * but are never issued, and are not what the check-digit rule computes: accepting `99` next to the
+ * `02` it stands for would give two inputs one pseudonym that Reconstruct could not tell apart.
+ */
 export function isValidIban(value: string): boolean {
   const compact = value.replaceAll(' ', '');
-  return COMPACT_IBAN.test(compact) && mod97(compact.slice(4) + compact.slice(0, 4)) === 1;
+  if (!COMPACT_IBAN.test(compact)) return false;
+  const check = Number(compact.slice(2, 4));
+  return check >= 2 && check <= 98 && mod97(compact.slice(4) + compact.slice(0, 4)) === 1;
 }
 
 /** The IBAN with its check digits (third and fourth non-space characters) recomputed. */
@@ -57,21 +65,21 @@ export const fpeIbanTechnique: Technique<IbanOptions> = {
 
   validate(raw) {
     const reader = new OptionReader(raw, ['format', 'shortValues'], { name: 'format', value: 'iban' });
-    return { shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, 'reject') };
+    return { shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, DEFAULT_SHORT_VALUE_POLICY) };
   },
 
   compile(options) {
     return compileFpe(
       'fpe-iban',
       {
-        plan(value, tweaks) {
+        plan(value, tweaks, short) {
           if (typeof value === 'number') throw new ValueError(UNSUPPORTED_TYPE);
           if (typeof value !== 'string') throw new ValueError(TOO_SHORT);
           if (!isValidIban(value) || value.startsWith(' ') || value.endsWith(' ')) throw new ValueError(INVALID_IBAN);
           // The BBAN starts after the fourth compact character (country code and check digits).
           let bbanStart = 0;
           for (let seen = 0; seen < 4; bbanStart++) if (value[bbanStart] !== ' ') seen++;
-          return symbolsJob({ text: value, start: bbanStart, end: value.length, digits: true, letters: true }, tweaks, withCheckDigits);
+          return symbolsJob({ text: value, start: bbanStart, end: value.length, digits: true, letters: true }, tweaks, withCheckDigits, short);
         },
         explain: () => 'country kept, BBAN=digits+letters, mod-97 check digits recomputed',
       },

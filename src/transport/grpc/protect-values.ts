@@ -123,7 +123,7 @@ async function serve(
     const parsed = parseGrpcJob(msg.job_config ?? emptyJobConfig(), msg.request_id !== '' ? msg.request_id : requestId);
     job = parsed.job;
     cellType = parsed.cellType;
-    deps.identity.authorize(principal, job.jobType, job.manifestName);
+    deps.identity.authorize(principal, job);
     checkTable(msg.labels, msg.rows, deps.limits.maxValueLength);
     if (cancelled()) {
       // The client gave up (deadline or cancel) while we verified its token: spare the engine.

@@ -8,6 +8,7 @@ import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { scopeFor } from '../../identity/identity.ts';
+import { checkPseudonymScope, DEFAULT_PSEUDONYM_SCOPE } from '../../identity/pseudonym-scope.ts';
 import type { Principal } from '../../identity/types.ts';
 import { authenticate } from './authenticate.ts';
 import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } from './exchange.ts';
@@ -110,7 +111,7 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
         'LIST',
       );
       noteJob(ex, job, deps.engine);
-      if (request.principal !== undefined) deps.identity.authorize(request.principal, job.jobType, job.manifestName);
+      if (request.principal !== undefined) deps.identity.authorize(request.principal, job);
       else requireTokenUnlessProtectScope(job);
       const field = Object.hasOwn(meta, 'dataSet') ? 'dataSet' : Object.hasOwn(meta, 'rawDataSet') ? 'rawDataSet' : undefined;
       const inline = field === undefined ? undefined : meta[field];
@@ -259,6 +260,7 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
 /**
  * With requireTokenForFileProtect off, a request without a token may only run the jobs of the
  * 'protect' scope: recovering clear values (Reconstruct, Decrypt) always needs a verified token.
+ * It gets the pseudonym scope of a client configured without one (no ids, not org-wide).
  */
 function requireTokenUnlessProtectScope(job: JobSpec): void {
   const needed = scopeFor(job.jobType);
@@ -268,6 +270,7 @@ function requireTokenUnlessProtectScope(job: JobSpec): void {
       `${job.jobType} needs a token with the '${needed}' scope: without a token /file/protect runs only protect-scope jobs`,
     );
   }
+  checkPseudonymScope(DEFAULT_PSEUDONYM_SCOPE, job.context);
 }
 
 /** The data carried inside the metadata (small by construction: it came in a bounded part). */

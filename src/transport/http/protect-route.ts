@@ -39,7 +39,7 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
     }),
   );
   noteJob(ex, job, deps.engine);
-  deps.identity.authorize(principal, job.jobType, job.manifestName);
+  deps.identity.authorize(principal, job);
 
   const dataSet = Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined;
   const input = dataSetInput(dataSet, dataSetType, encoding);

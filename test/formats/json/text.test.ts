@@ -179,7 +179,8 @@ describe('JSON values the caller parsed (DocumentCodec contract)', () => {
   it('are still protected in place, with the same withheld keys in failure locations', () => {
     const value = JSON.parse('{"jane.doe@example.com":{"cardNumber":"12"},"ok":{"cardNumber":"4111 1111 1111 1111"}}') as Record<string, unknown>;
     assert.throws(
-      () => engine.protectDocument(job('customer', 'Pseudonymise'), value),
+      // preserveStringLength: short values keep failing (issue 12 pseudonymises them otherwise).
+      () => engine.protectDocument(job('customer', 'Pseudonymise', { preserveStringLength: true }), value),
       (err: unknown) => {
         assert.ok(err instanceof DpgError);
         assert.deepEqual(err.errors, [{ location: '$[?].cardNumber', reason: 'VALUE_TOO_SHORT_FOR_FPE' }]);

@@ -16,7 +16,7 @@ describe('parseGrpcJob', () => {
     const { job, cellType } = parseGrpcJob(
       jc({
         configuration_name: 'customer',
-        job_type: 'pseudonymise',
+        job_type: 'reconstruct',
         dataset_type: 'file',
         country_code: 'de',
         data_owning_country_code: 'US',
@@ -37,7 +37,7 @@ describe('parseGrpcJob', () => {
     );
     assert.equal(cellType, 'FILE');
     assert.equal(job.manifestName, 'customer');
-    assert.equal(job.jobType, 'Pseudonymise');
+    assert.equal(job.jobType, 'Reconstruct');
     assert.equal(job.dataSetType, 'LIST');
     assert.deepEqual(
       { ...job.context, snapshotDate: job.context.snapshotDate?.toISOString() },
