@@ -24,6 +24,8 @@ export class ContentScanner {
   private readonly ipv6: boolean;
   /** Finds the characters that can start a value of the wanted kinds (a digit, `@`, `:`, `AB12`). */
   private readonly trigger: RegExp;
+  /** Spans of the digit run being read (emptied after each run that found any). */
+  private readonly digitSpans: DetectedSpan[] = [];
 
   constructor(kinds: Iterable<DetectKind>) {
     this.kinds = new Set(kinds);
@@ -53,8 +55,14 @@ export class ContentScanner {
       const c = text.charCodeAt(i);
       let next = i + 1;
       if (c >= 48 && c <= 57) {
-        out ??= [];
-        next = scanDigitRun(text, i, this.digits, out);
+        // Most digit runs hold nothing: collect into a reused array, allocate only on a find.
+        const found = this.digitSpans;
+        next = scanDigitRun(text, i, this.digits, found);
+        if (found.length > 0) {
+          out ??= [];
+          for (const span of found) out.push(span);
+          found.length = 0;
+        }
       } else if (c === AT) {
         const found = emailAround(text, i);
         if (found !== undefined) {
