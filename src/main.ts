@@ -2,15 +2,16 @@
 // but the CLI; the doors never import each other and meet only here.
 
 import { watch, type FSWatcher } from 'node:fs';
-import { ConfigError } from './core/errors.ts';
+import { ConfigError, StartupError } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
-import { Metrics } from './core/metrics.ts';
-import type { GatewayConfig } from './config/types.ts';
+import type { Metrics } from './core/metrics.ts';
+import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
-import { createIdentity } from './identity/identity.ts';
-import { startHttpServer } from './transport/http/server.ts';
-import { startGrpcServer } from './transport/grpc/index.ts';
-import { startProxy } from './proxy/index.ts';
+import type { RunningProxy } from './proxy/index.ts';
+
+// Each door, the identity service and the metrics registry are imported only when the config turns
+// them on (dynamic import): the gRPC stack, jose, prom-client and undici cost memory and start-up
+// time that a sidecar running only the proxy should not pay (docs/performance.md, footprint).
 
 export interface Gateway {
   readonly addresses: Record<string, { host: string; port: number }>;
@@ -18,29 +19,68 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** Starts every listener of the config (each door logs its own address). */
+/** Starts every listener the config turns on (each door logs its own address). */
 export async function startGateway(config: GatewayConfig, deps: { logger: Logger }): Promise<Gateway> {
   const { logger } = deps;
-  const { engine, keyring } = buildEngine(config, logger);
+  const httpOn = config.http.enabled !== false;
+  const grpcOn = config.grpc.enabled !== false;
+  logger.info({ config: config.file, dataDir: config.dataDir }, 'starting');
+  const { engine, keyring } = buildEngine(config, logger, {
+    onKeyringCreated: (path) => logger.warn({ path }, 'generated a development keyring (for development only; see docs/keys.md)'),
+  });
   for (const warning of keyring.retiredNowWarnings(new Date())) logger.warn(warning);
   const refs = checkConfigReferences(config, engine);
   if (refs.length > 0) throw new ConfigError(refs);
-  const metrics = new Metrics();
-  const identity = await createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV });
+  // Metrics are served on the HTTP listener only; without it nothing would ever read them.
+  const metrics = httpOn ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
+  // Tokens are issued on HTTP and checked by HTTP and gRPC: with both off there is nothing to identify.
+  const identityStarting =
+    httpOn || grpcOn
+      ? import('./identity/identity.ts').then((m) => m.createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV }))
+      : Promise.resolve(undefined);
   let ready = false;
   // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors).
-  let proxyReady: () => boolean = () => true;
-  const isReady = () => ready && proxyReady();
+  let proxy: RunningProxy | undefined;
+  const isReady = () => ready && (proxy?.ready() ?? true);
+  const needIdentity = async () => (await identityStarting)!;
 
-  const proxy = config.proxy.enabled
-    ? await startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics })
+  // The doors start side by side (their file reads, key loading and binds overlap); if one fails,
+  // those that started are closed again and the first failure, naming its door, is thrown.
+  const starting: Promise<Closable>[] = [];
+  if (config.proxy.enabled) {
+    starting.push(
+      door('egress proxy', config.proxy.listen, async () => {
+        proxy = await (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady });
+        return proxy;
+      }),
+    );
+  }
+  const http = httpOn
+    ? door('HTTP API', config.http.listen, async () =>
+        (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem }),
+      )
     : undefined;
-  if (proxy) proxyReady = () => proxy.ready();
-  const http = await startHttpServer({ config, engine, identity, logger, metrics, isReady, proxyCaPem: () => proxy?.caPem });
-  const grpc = await startGrpcServer({ config, engine, identity, logger, metrics, isReady });
+  const grpc = grpcOn
+    ? door('gRPC API', config.grpc.listen, async () =>
+        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady }),
+      )
+    : undefined;
+  if (http) starting.push(http);
+  if (grpc) starting.push(grpc);
+  const settled = await Promise.allSettled([identityStarting, ...starting]);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(settled.map((r) => (r.status === 'fulfilled' && r.value && 'close' in r.value ? r.value.close(0).catch(() => undefined) : undefined)));
+    throw failed.reason;
+  }
+  const identity = await identityStarting;
+  const httpServer = http ? await http : undefined;
+  const grpcServer = grpc ? await grpc : undefined;
   ready = true;
 
-  const addresses: Record<string, { host: string; port: number }> = { http: http.address, grpc: grpc.address };
+  const addresses: Record<string, { host: string; port: number }> = {};
+  if (httpServer) addresses.http = httpServer.address;
+  if (grpcServer) addresses.grpc = grpcServer.address;
   if (proxy) {
     addresses.proxy = proxy.address;
     proxy.reverse.forEach((r: { host: string; port: number }, i: number) => (addresses[`reverse${i}`] = { host: r.host, port: r.port }));
@@ -62,8 +102,8 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       ready = false;
       watcher?.close();
       const grace = config.http.shutdownGraceMs;
-      await Promise.all([http.close(grace), grpc.close(grace), proxy?.close(grace)]);
-      await identity.close();
+      await Promise.all([httpServer?.close(grace), grpcServer?.close(grace), proxy?.close(grace)]);
+      await identity?.close();
     },
   };
 }
@@ -83,4 +123,51 @@ function watchManifests(dir: string, reload: () => void, logger: Logger): FSWatc
     logger.warn('cannot watch the manifest directory; reload with SIGHUP');
     return undefined;
   }
+}
+
+interface Closable {
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Starts one door; a failure becomes a StartupError naming the door and its address or file. */
+async function door<T extends Closable>(name: string, listen: ListenAddress, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    throw startupFailure(name, listen, err);
+  }
+}
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'address already in use',
+  EADDRNOTAVAIL: 'address not available on this machine',
+  EACCES: 'permission denied',
+};
+
+/** A door that failed to start, as a StartupError naming the door, the address or file, and why. */
+function startupFailure(door: string, listen: ListenAddress, err: unknown): Error {
+  if (err instanceof StartupError || err instanceof ConfigError) return err;
+  // node:http / net errors carry the code and the address; grpc-js wraps its cause.
+  const e = (err as { cause?: NodeJS.ErrnoException }).cause && !(err as NodeJS.ErrnoException).code ? (err as { cause: NodeJS.ErrnoException }).cause : (err as NodeJS.ErrnoException);
+  const code = e?.code ?? '';
+  const address = `${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}`;
+  if (e && 'path' in e && typeof e.path === 'string') return new StartupError(`${door}: cannot read ${e.path} (${code || 'error'})`, { cause: err });
+  if (code in LISTEN_FAILURES && e?.syscall !== 'open') return new StartupError(`${door}: cannot listen on ${address}: ${LISTEN_FAILURES[code]} (${code})`, { cause: err });
+  if (/No address added|EADDRINUSE|address already in use/i.test(String((err as Error)?.message))) {
+    return new StartupError(`${door}: cannot listen on ${address}: address already in use or not available`, { cause: err });
+  }
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** Stands in for the metrics registry when no listener serves /metrics (prom-client is never loaded). */
+function unreadMetrics(): Metrics {
+  const sink = {
+    observeRequest(): void {},
+    observeProxy(): void {},
+    async render() {
+      return { contentType: 'text/plain; version=0.0.4', body: '' };
+    },
+  };
+  // Metrics is a class with private fields; the doors only call these three methods.
+  return sink as unknown as Metrics;
 }

@@ -30,6 +30,8 @@ import type {
 } from './types.ts';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
+/** The data directory's name beside the config file when DPG_DATA_DIR is not set. */
+export const DEFAULT_DATA_DIR_NAME = '.dpg';
 const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging'] as const;
 const MiB = 1024 * 1024;
 const SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
@@ -78,7 +80,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     return addr;
   };
 
-  const dataDir = resolve(cwd, env.DPG_DATA_DIR || '.dpg');
+  const dataDir = env.DPG_DATA_DIR ? resolve(cwd, env.DPG_DATA_DIR) : resolve(base, DEFAULT_DATA_DIR_NAME);
   const http = r.http(sec('http'), envAddr('DPG_HTTP_ADDR'));
   const grpc = r.grpc(sec('grpc'), envAddr('DPG_GRPC_ADDR'));
   const identity = r.identity(sec('identity'), dataDir);
@@ -148,8 +150,9 @@ class SectionReader {
   }
 
   http(v: YamlValue | undefined, envListen: ListenAddress | undefined): HttpConfig {
-    const f = v?.fields(['listen', 'maxBodyBytes', 'maxFileBytes', 'requireTokenForFileProtect', 'shutdownGraceMs'] as const);
+    const f = v?.fields(['enabled', 'listen', 'maxBodyBytes', 'maxFileBytes', 'requireTokenForFileProtect', 'shutdownGraceMs'] as const);
     return {
+      enabled: f ? this.bool(f.enabled, true) : true,
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:8080') : parseListenAddress('127.0.0.1:8080')!),
       maxBodyBytes: f ? this.int(f.maxBodyBytes, 10 * MiB, 1) : 10 * MiB,
       maxFileBytes: f ? this.int(f.maxFileBytes, 2048 * MiB, 1) : 2048 * MiB,
@@ -159,7 +162,7 @@ class SectionReader {
   }
 
   grpc(v: YamlValue | undefined, envListen: ListenAddress | undefined): GrpcConfig {
-    const f = v?.fields(['listen', 'maxMessageBytes', 'tls'] as const);
+    const f = v?.fields(['enabled', 'listen', 'maxMessageBytes', 'tls'] as const);
     let tls: TlsFiles | undefined;
     if (f?.tls.present) {
       const t = f.tls.fields(['cert', 'key', 'ca'] as const);
@@ -169,6 +172,7 @@ class SectionReader {
       if (cert && key) tls = { cert, key, ...(ca ? { ca } : {}) };
     }
     return {
+      enabled: f ? this.bool(f.enabled, true) : true,
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:9090') : parseListenAddress('127.0.0.1:9090')!),
       maxMessageBytes: f ? this.int(f.maxMessageBytes, 64 * MiB, 1024) : 64 * MiB,
       ...(tls ? { tls } : {}),

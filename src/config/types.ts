@@ -16,6 +16,11 @@ export interface TlsFiles {
 }
 
 export interface HttpConfig {
+  /**
+   * false turns the HTTP API (and its token endpoint) off: the sidecar profile. The loader always
+   * sets it; absent (configs built in code) means on.
+   */
+  readonly enabled?: boolean;
   readonly listen: ListenAddress;
   /** Body limit of /api/protect, enforced before parsing. Default 10 MiB. */
   readonly maxBodyBytes: number;
@@ -28,6 +33,8 @@ export interface HttpConfig {
 }
 
 export interface GrpcConfig {
+  /** false turns the gRPC API off: the sidecar profile. Absent means on, as for http. */
+  readonly enabled?: boolean;
   readonly listen: ListenAddress;
   /** Max receive/send message size. Default 64 MiB. */
   readonly maxMessageBytes: number;
@@ -184,7 +191,11 @@ export interface LoggingConfig {
 export interface GatewayConfig {
   /** Absolute path of the config file this came from. */
   readonly file: string;
-  /** DPG_DATA_DIR, absolute. */
+  /**
+   * Where generated state lives (dev keyring, identity keys, proxy CA), absolute: DPG_DATA_DIR
+   * (relative to the working directory), else `.dpg` in the config file's directory — never the
+   * working directory by default, so every command of one config finds the same keyring.
+   */
   readonly dataDir: string;
   readonly http: HttpConfig;
   readonly grpc: GrpcConfig;

@@ -131,6 +131,18 @@ export function formatConfigProblem(p: ConfigProblem): string {
   return `${where}: ${p.path ? `${p.path}: ` : ''}${p.message}`;
 }
 
+/**
+ * Why the gateway could not start (an address in use, a file it cannot read, refused demo
+ * credentials). Our own message, naming the cause and never a secret: `dpg serve` prints it and
+ * exits non-zero instead of a bare INTERNAL.
+ */
+export class StartupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}
+
 /** The RFC 9457 `type` URI of a catalogue code (documented in docs/http-api.md). */
 export function problemType(code: ErrorCode): string {
   return `urn:dpg:error:${code}`;

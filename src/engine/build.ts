@@ -1,22 +1,48 @@
 // Builds the engine a config describes: the keyring from its source, then the compiled manifests.
 // Shared by `dpg serve` (through main.ts) and the CLI commands that need no listeners.
 
-import type { ConfigProblem } from '../core/errors.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, type ConfigProblem } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { parseJobType } from '../core/types.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { ensureDevKeyring, loadKeyringFile, loadKeyringFromEnv, type Keyring } from '../crypto/keyring.ts';
 import { createEngine, type ProtectionEngine } from './engine.ts';
 
-export function loadKeyring(config: GatewayConfig): Keyring {
+export interface KeyringOptions {
+  /**
+   * false: a missing generated keyring is an error instead of being created. Reconstruct and
+   * Decrypt pass false: a new keyring cannot reverse anything and would give wrong values.
+   */
+  readonly createKeyring?: boolean;
+  /** Told the path when a development keyring is generated (so the caller can say where). */
+  readonly onKeyringCreated?: (path: string) => void;
+}
+
+export function loadKeyring(config: GatewayConfig, options: KeyringOptions = {}): Keyring {
   const keys = config.keys;
   if (keys.source === 'file') return loadKeyringFile(keys.file);
   if (keys.source === 'env') return loadKeyringFromEnv(keys.env);
-  return loadKeyringFile(ensureDevKeyring(config.dataDir));
+  const path = join(config.dataDir, DEV_KEYRING_FILE);
+  if (!existsSync(path)) {
+    if (options.createKeyring === false) {
+      throw new ConfigError([
+        {
+          file: path,
+          message:
+            'no keyring here: Reconstruct and Decrypt need the keyring that protected the data (set DPG_DATA_DIR to its directory, or keys in the config)',
+        },
+      ]);
+    }
+    ensureDevKeyring(config.dataDir);
+    options.onKeyringCreated?.(path);
+  }
+  return loadKeyringFile(path);
 }
 
-export function buildEngine(config: GatewayConfig, logger?: Logger): { engine: ProtectionEngine; keyring: Keyring } {
-  const keyring = loadKeyring(config);
+export function buildEngine(config: GatewayConfig, logger?: Logger, options: KeyringOptions = {}): { engine: ProtectionEngine; keyring: Keyring } {
+  const keyring = loadKeyring(config, options);
   const engine = createEngine({
     manifestsDir: config.manifests,
     keyring,
@@ -30,6 +56,9 @@ export function buildEngine(config: GatewayConfig, logger?: Logger): { engine: P
   }
   return { engine, keyring };
 }
+
+/** The generated development keyring's file name in the data directory (crypto/keyring.ts writes it). */
+const DEV_KEYRING_FILE = 'keyring.yaml';
 
 /** Cross-checks that need both config and manifests: proxy routes must name real manifests and job types. */
 export function checkConfigReferences(config: GatewayConfig, engine: ProtectionEngine): ConfigProblem[] {

@@ -2,7 +2,7 @@
 // and the guard against demo credentials in production.
 
 import type { Logger } from '../core/logger.ts';
-import { DpgError } from '../core/errors.ts';
+import { DpgError, StartupError } from '../core/errors.ts';
 import type { JobSpec, JobType } from '../core/types.ts';
 import type { IdentityConfig, Scope } from '../config/types.ts';
 import type { Identity, Principal } from './types.ts';
@@ -43,7 +43,7 @@ export async function createIdentity(config: IdentityConfig, options: IdentityOp
   const demoCredentialsActive = await usesDemoCredentials(config);
   if (demoCredentialsActive) {
     if (options.nodeEnv === 'production') {
-      throw new Error(
+      throw new StartupError(
         'Refusing to start: the demo credentials of the default config are configured and NODE_ENV is production. ' +
           'Replace identity.apiKeys and identity.clients with your own hashed secrets (see docs/identity.md).',
       );
@@ -106,8 +106,24 @@ function isDemoSecret(secret: string, hash: string): Promise<boolean> {
   return check;
 }
 
-/** Checks the configured hashes against the published demo secrets (a few scrypt runs at start). */
+/**
+ * The hashes of the demo secrets exactly as config/gateway.yaml ships them: recognised by string,
+ * so starting the default config runs no scrypt at all (each check costs ~100 ms and 32 MiB).
+ * A test keeps this list and the shipped config in step.
+ */
+export const SHIPPED_DEMO_HASHES: ReadonlySet<string> = new Set([
+  'scrypt$32768$8$1$mztrqBNYSmUHB5jYMqQcpA$4wt6ZNTHh-3TalgwH2kTuP66vLDH8dD_EIO0LTpONVU',
+  'scrypt$32768$8$1$y7DdrGKCwv1FRSlc4jRSHw$QViw4LHtH1b6_eZMXEE7bq32V8wfW79VTdXjtsKjzRY',
+  'scrypt$32768$8$1$dYdef9HLNkJQcRIa5kZLeQ$Scb_Wj0DJLzLljuSKzjmKqdLS6JMYYb5obetHQRQszY',
+]);
+
+/**
+ * Checks the configured hashes against the published demo secrets: the shipped demo hashes by
+ * string, any other hash with scrypt (a re-hashed demo secret is caught too).
+ */
 async function usesDemoCredentials(config: IdentityConfig): Promise<boolean> {
+  const stored = [...config.apiKeys.map((k) => k.hash), ...config.clients.map((c) => c.secretHash)];
+  if (stored.some((h) => SHIPPED_DEMO_HASHES.has(h))) return true;
   const checks: Promise<boolean>[] = [];
   for (const key of config.apiKeys) checks.push(isDemoSecret(DEMO_API_KEY, key.hash));
   for (const client of config.clients) {

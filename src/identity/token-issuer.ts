@@ -118,7 +118,8 @@ export class TokenIssuer {
 
     const client = this.clients.get(clientId);
     if (client === undefined) {
-      await spendVerificationTime(secret);
+      // As long as checking a real client's secret (same scrypt parameters).
+      await spendVerificationTime(secret, this.config.clients[0]?.secretHash);
       return refuse(401, 'invalid_client', 'Client authentication failed');
     }
     if (!(await verifySecret(secret, client.secretHash))) return refuse(401, 'invalid_client', 'Client authentication failed');

@@ -5,6 +5,7 @@ import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes, ty
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSecureContext, type SecureContext } from 'node:tls';
+import { StartupError } from '../core/errors.ts';
 import { createCertificate, encodeName, issuerIdentity, type Issuer } from './x509.ts';
 
 export const CA_CERT_FILE = 'proxy-ca.pem';
@@ -65,18 +66,39 @@ function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']):
     certPem = readFileSync(certFile, 'utf8');
     x509 = new X509Certificate(certPem);
   } catch (err) {
-    throw new Error(`Proxy CA certificate ${certFile} could not be read as a PEM certificate`, { cause: err });
+    const code = fileErrorCode(err);
+    throw new StartupError(`Proxy CA certificate ${certFile} could not be read${code ? ` (${code})` : ' as a PEM certificate'}`, { cause: err });
   }
   try {
     privateKey = createPrivateKey(readFileSync(keyFile, 'utf8'));
   } catch (err) {
     // The key file's content never goes into the message.
-    throw new Error(`Proxy CA key ${keyFile} could not be read as a PEM private key`, { cause: err });
+    const code = fileErrorCode(err);
+    throw new StartupError(`Proxy CA key ${keyFile} could not be read${code ? ` (${code})` : ' as a PEM private key'}`, { cause: err });
   }
-  if (!x509.ca) throw new Error(`Proxy CA certificate ${certFile} is not a CA certificate (basicConstraints CA:TRUE)`);
-  if (!x509.checkPrivateKey(privateKey)) throw new Error(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
-  const identity = issuerIdentity(new Uint8Array(x509.raw));
-  return { certPem: pemOf(x509), issuer: { name: identity.name, privateKey, keyIdentifier: identity.keyIdentifier }, source };
+  if (!x509.ca) throw new StartupError(`Proxy CA certificate ${certFile} is not a CA certificate (basicConstraints CA:TRUE)`);
+  if (!x509.checkPrivateKey(privateKey)) throw new StartupError(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
+  const raw = new Uint8Array(x509.raw);
+  let issuer: Issuer | undefined;
+  return {
+    certPem: pemOf(x509),
+    // Read from the certificate when the first leaf is minted: loading a CA alone never loads the
+    // ASN.1 library (x509.ts).
+    get issuer(): Issuer {
+      if (issuer === undefined) {
+        const identity = issuerIdentity(raw);
+        issuer = { name: identity.name, privateKey, keyIdentifier: identity.keyIdentifier };
+      }
+      return issuer;
+    },
+    source,
+  };
+}
+
+/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
+function fileErrorCode(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
 }
 
 /** Only the first certificate of a file, in canonical PEM. */

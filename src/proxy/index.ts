@@ -30,6 +30,8 @@ export interface ProxyDeps {
   readonly metrics: Metrics;
   /** Resolves route host names (their addresses count as them). Default: getaddrinfo. */
   readonly resolveHost?: ResolveHost;
+  /** The gateway's readiness for origin-form `GET /readyz` (the sidecar profile's probe); absent: the proxy's own. */
+  readonly isReady?: () => boolean;
 }
 
 export interface RunningProxy {
@@ -206,6 +208,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     if (req.method === 'GET' && url === '/proxy/ca.pem') {
       res.writeHead(200, { 'content-type': 'application/x-pem-file', 'content-length': Buffer.byteLength(ca.certPem) });
       res.end(ca.certPem);
+      return;
+    }
+    // Health for probes when the HTTP API is off (sidecar profile): dpg probe asks here.
+    if (req.method === 'GET' && (url === '/healthz' || url === '/readyz')) {
+      const ok = url === '/healthz' || (deps.isReady?.() ?? notReadyReason() === undefined);
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(ok ? '{"status":"ok"}' : '{"status":"starting"}');
       return;
     }
     if (url.startsWith('/')) {

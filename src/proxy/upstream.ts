@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from './problem.ts';
 
 export interface UpstreamOptions {
@@ -25,13 +25,39 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
   return [...rootCertificates, extra];
 }
 
+/**
+ * The upstream pool. undici (~40 ms and several MB to load) is imported with the first upstream
+ * request, not at start: an idle sidecar never pays for it, and in the compiled build it sits in a
+ * chunk of its own (docs/performance.md, footprint). Until then the pool is a stand-in whose
+ * request() and stream() wait for the import; the proxy uses no other method but close().
+ */
 export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
-  return new Agent({
-    connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
-    headersTimeout: options.responseTimeoutMs,
-    bodyTimeout: options.responseTimeoutMs,
-    keepAliveTimeout: 30_000,
-    pipelining: 1,
+  let agent: Agent | undefined;
+  let loading: Promise<Agent> | undefined;
+  const real = (): Promise<Agent> =>
+    (loading ??= import('undici').then((module) => {
+      // undici is CommonJS: in the bundle its exports arrive only as the namespace's default.
+      const UndiciAgent = module.Agent ?? module.default.Agent;
+      agent = new UndiciAgent({
+        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
+        headersTimeout: options.responseTimeoutMs,
+        bodyTimeout: options.responseTimeoutMs,
+        keepAliveTimeout: 30_000,
+        pipelining: 1,
+      });
+      return agent;
+    }));
+  return new Proxy({} as Agent, {
+    get(_, key) {
+      if (agent !== undefined) {
+        const value = Reflect.get(agent, key) as unknown;
+        return typeof value === 'function' ? value.bind(agent) : value;
+      }
+      // A pool that was never used has nothing to close.
+      if (key === 'close' || key === 'destroy') return loading ? (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args)) : async () => undefined;
+      if (key === 'request' || key === 'stream') return (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args));
+      throw new Error(`upstream pool: ${String(key)} is not available before the first request`);
+    },
   });
 }
 

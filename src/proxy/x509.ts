@@ -1,29 +1,43 @@
-// A minimal X.509 v3 certificate writer for the proxy's CA and the leaf certificates it mints.
-// Hand-written on purpose: node:crypto signs and verifies but cannot build certificates, and no
-// maintained dependency for it is in reach (node-forge is not installed; we add no packages), so
-// this encodes exactly the fields TLS clients need and nothing else (RFC 5280).
+// X.509 v3 certificates for the proxy's CA and the leaf certificates it mints (RFC 5280). The ASN.1
+// structures come from @peculiar/asn1-x509 (the schema layer of @peculiar/x509, made for exactly
+// this); node:crypto signs them. Why not @peculiar/x509 itself: it signs through WebCrypto, which is
+// asynchronous, and minting must stay synchronous inside TLS set-up; it also costs ~27 MB RSS and
+// ~130 ms to load against ~6 MB and ~40 ms for the schema layer (docs/performance.md).
+//
+// The library is loaded on first use, not at import: a proxy that never mints a certificate (no
+// routes to intercept, CA already on disk) never pays for it.
 
 import { createHash, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import {
-  bitString,
-  boolean,
-  children,
-  explicit,
-  implicitPrimitive,
-  namedBits,
-  nullValue,
-  octetString,
-  oid,
-  readElement,
-  sequence,
-  set,
-  smallInteger,
-  time,
-  unsignedInteger,
-  utf8String,
-  type Der,
-} from './der.ts';
+import type * as Asn1X509 from '@peculiar/asn1-x509';
+import type * as Asn1Schema from '@peculiar/asn1-schema';
+
+/** DER bytes. */
+export type Der = Uint8Array;
+
+interface Asn1 {
+  readonly x509: typeof Asn1X509;
+  readonly schema: typeof Asn1Schema;
+}
+
+let asn1: Asn1 | undefined;
+
+/**
+ * Loads the ASN.1 libraries once, synchronously. In the compiled build `require` is the bundle's
+ * own (scripts/build.mjs), so the libraries are bundled and evaluated only on this first call; run
+ * from source (tests) they come from node_modules.
+ */
+function load(): Asn1 {
+  if (asn1) return asn1;
+  if (typeof require === 'function') {
+    asn1 = { x509: require('@peculiar/asn1-x509') as typeof Asn1X509, schema: require('@peculiar/asn1-schema') as typeof Asn1Schema };
+  } else {
+    const fromHere = createRequire(import.meta.url);
+    asn1 = { x509: fromHere('@peculiar/asn1-x509') as typeof Asn1X509, schema: fromHere('@peculiar/asn1-schema') as typeof Asn1Schema };
+  }
+  return asn1;
+}
 
 const OID = {
   commonName: '2.5.4.3',
@@ -35,6 +49,11 @@ const OID = {
   subjectKeyIdentifier: '2.5.29.14',
   authorityKeyIdentifier: '2.5.29.35',
   serverAuth: '1.3.6.1.5.5.7.3.1',
+  ecdsaWithSha256: '1.2.840.10045.4.3.2',
+  ecdsaWithSha384: '1.2.840.10045.4.3.3',
+  ecdsaWithSha512: '1.2.840.10045.4.3.4',
+  sha256WithRsa: '1.2.840.113549.1.1.11',
+  ed25519: '1.3.101.112',
 } as const;
 
 /** Who signs: the issuer's encoded Name, its private key and (when known) its key identifier. */
@@ -64,108 +83,107 @@ export interface Certificate {
   readonly pem: string;
 }
 
+const bytes = (buffer: ArrayBuffer): Uint8Array => new Uint8Array(buffer);
+const arrayBuffer = (u8: Uint8Array): ArrayBuffer => u8.buffer.slice(u8.byteOffset, u8.byteOffset + u8.byteLength) as ArrayBuffer;
+
 /** An X.501 Name of a common name and an optional organisation. CN is capped at 64 characters (ub-common-name). */
 export function encodeName(commonName: string, organization?: string): Der {
-  const rdn = (type: string, value: string): Der => set(sequence(oid(type), utf8String(value)));
-  const rdns: Der[] = [];
+  const { x509, schema } = load();
+  const rdn = (type: string, value: string) =>
+    new x509.RelativeDistinguishedName([new x509.AttributeTypeAndValue({ type, value: new x509.AttributeValue({ utf8String: value }) })]);
+  const rdns = [];
   if (organization !== undefined) rdns.push(rdn(OID.organization, organization));
   rdns.push(rdn(OID.commonName, commonName.slice(0, 64)));
-  return sequence(...rdns);
+  return bytes(schema.AsnConvert.serialize(new x509.Name(rdns)));
 }
 
 /** RFC 5280 §4.2.1.2 method 1: SHA-1 of the subjectPublicKey bits. */
 export function keyIdentifier(publicKey: KeyObject): Uint8Array {
-  const spki = publicKey.export({ type: 'spki', format: 'der' });
-  const bits = children(readElement(spki).content)[1];
-  return createHash('sha1').update(bits.content.subarray(1)).digest();
+  const { x509, schema } = load();
+  const spki = schema.AsnConvert.parse(publicKey.export({ type: 'spki', format: 'der' }), x509.SubjectPublicKeyInfo);
+  return createHash('sha1').update(bytes(spki.subjectPublicKey)).digest();
 }
 
-/** The signature AlgorithmIdentifier and digest that fit the signing key. */
-function signatureAlgorithm(key: KeyObject): { algorithm: Der; digest: string | null } {
+/** The signature algorithm OID (and its NULL parameters for RSA) and digest that fit the signing key. */
+function signatureAlgorithm(key: KeyObject): { oid: string; rsa: boolean; digest: string | null } {
   switch (key.asymmetricKeyType) {
     case 'ec': {
       const curve = key.asymmetricKeyDetails?.namedCurve;
-      if (curve === 'secp384r1') return { algorithm: sequence(oid('1.2.840.10045.4.3.3')), digest: 'sha384' };
-      if (curve === 'secp521r1') return { algorithm: sequence(oid('1.2.840.10045.4.3.4')), digest: 'sha512' };
-      return { algorithm: sequence(oid('1.2.840.10045.4.3.2')), digest: 'sha256' };
+      if (curve === 'secp384r1') return { oid: OID.ecdsaWithSha384, rsa: false, digest: 'sha384' };
+      if (curve === 'secp521r1') return { oid: OID.ecdsaWithSha512, rsa: false, digest: 'sha512' };
+      return { oid: OID.ecdsaWithSha256, rsa: false, digest: 'sha256' };
     }
     case 'rsa':
-      return { algorithm: sequence(oid('1.2.840.113549.1.1.11'), nullValue()), digest: 'sha256' };
+      return { oid: OID.sha256WithRsa, rsa: true, digest: 'sha256' };
     case 'ed25519':
-      return { algorithm: sequence(oid('1.3.101.112')), digest: null };
+      return { oid: OID.ed25519, rsa: false, digest: null };
     default:
       throw new Error(`Unsupported CA key type ${String(key.asymmetricKeyType)} (use EC, RSA or Ed25519)`);
   }
 }
 
-function extension(id: string, critical: boolean, value: Der): Der {
-  return critical ? sequence(oid(id), boolean(true), octetString(value)) : sequence(oid(id), octetString(value));
-}
-
-function generalName(name: string): Der {
-  const kind = isIP(name);
-  if (kind === 4) return implicitPrimitive(7, Uint8Array.from(name.split('.').map(Number)));
-  if (kind === 6) return implicitPrimitive(7, ipv6Bytes(name));
-  return implicitPrimitive(2, new TextEncoder().encode(name));
-}
-
-/** 16 bytes of an IPv6 address (with `::` compression and a trailing dotted IPv4 part). */
-export function ipv6Bytes(address: string): Uint8Array {
-  let text = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4) {
-    const [a, b, c, d] = v4[1].split('.').map(Number);
-    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const headGroups = head ? head.split(':') : [];
-  const tailGroups = tail ? tail.split(':') : [];
-  const zeros = tail === undefined ? 0 : 8 - headGroups.length - tailGroups.length;
-  const groups = [...headGroups, ...Array<string>(zeros).fill('0'), ...tailGroups];
-  const out = new Uint8Array(16);
-  groups.forEach((g, i) => {
-    const v = parseInt(g, 16);
-    out[i * 2] = v >> 8;
-    out[i * 2 + 1] = v & 0xff;
-  });
-  return out;
+/** IPv6 text with a trailing dotted IPv4 part (`::ffff:192.0.2.1`) in all-hex groups, as the encoder wants. */
+function hexGroupsOnly(address: string): string {
+  const text = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (!v4 || !text.includes(':')) return text;
+  const [a, b, c, d] = v4.slice(1).map(Number);
+  return `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
 }
 
 /** Builds and signs one certificate. */
 export function createCertificate(req: CertificateRequest): Certificate {
+  const { x509, schema } = load();
   const signingKey = req.issuer?.privateKey ?? req.selfSigningKey;
   if (signingKey === undefined) throw new Error('createCertificate needs an issuer or a self-signing key');
-  const { algorithm, digest } = signatureAlgorithm(signingKey);
+  const algorithm = signatureAlgorithm(signingKey);
+  const algorithmIdentifier = () =>
+    new x509.AlgorithmIdentifier({ algorithm: algorithm.oid, ...(algorithm.rsa ? { parameters: null } : {}) });
   const subjectKeyId = keyIdentifier(req.publicKey);
   const authorityKeyId = req.issuer ? req.issuer.keyIdentifier : subjectKeyId;
+  const extension = (extnID: string, critical: boolean, value: object) =>
+    new x509.Extension({ extnID, critical, extnValue: new schema.OctetString(schema.AsnConvert.serialize(value)) });
 
-  const extensions: Der[] = [
-    extension(OID.basicConstraints, true, req.isCa ? sequence(boolean(true), smallInteger(0)) : sequence()),
-    // CA: keyCertSign (5) + cRLSign (6) + digitalSignature (0); leaf: digitalSignature only (EC keys).
-    extension(OID.keyUsage, true, namedBits(req.isCa ? [0, 5, 6] : [0])),
-    extension(OID.subjectKeyIdentifier, false, octetString(subjectKeyId)),
+  const extensions = [
+    extension(OID.basicConstraints, true, req.isCa ? new x509.BasicConstraints({ cA: true, pathLenConstraint: 0 }) : new x509.BasicConstraints()),
+    extension(
+      OID.keyUsage,
+      true,
+      new x509.KeyUsage(
+        req.isCa
+          ? x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
+          : x509.KeyUsageFlags.digitalSignature,
+      ),
+    ),
+    extension(OID.subjectKeyIdentifier, false, new x509.SubjectKeyIdentifier(arrayBuffer(subjectKeyId))),
   ];
   if (authorityKeyId !== undefined) {
-    extensions.push(extension(OID.authorityKeyIdentifier, false, sequence(implicitPrimitive(0, authorityKeyId))));
+    extensions.push(
+      extension(OID.authorityKeyIdentifier, false, new x509.AuthorityKeyIdentifier({ keyIdentifier: new x509.KeyIdentifier(arrayBuffer(authorityKeyId)) })),
+    );
   }
-  if (!req.isCa) extensions.push(extension(OID.extKeyUsage, false, sequence(oid(OID.serverAuth))));
+  if (!req.isCa) extensions.push(extension(OID.extKeyUsage, false, new x509.ExtendedKeyUsage([OID.serverAuth])));
   if (req.altNames && req.altNames.length > 0) {
-    extensions.push(extension(OID.subjectAltName, false, sequence(...req.altNames.map(generalName))));
+    const names = req.altNames.map((name) =>
+      isIP(name) ? new x509.GeneralName({ iPAddress: hexGroupsOnly(name) }) : new x509.GeneralName({ dNSName: name }),
+    );
+    extensions.push(extension(OID.subjectAltName, false, new x509.SubjectAlternativeName(names)));
   }
 
-  const spki = req.publicKey.export({ type: 'spki', format: 'der' });
-  const tbs = sequence(
-    explicit(0, smallInteger(2)), // v3
-    unsignedInteger(req.serial),
-    algorithm,
-    req.issuer?.name ?? req.subject,
-    sequence(time(req.notBefore), time(req.notAfter)),
-    req.subject,
-    new Uint8Array(spki.buffer, spki.byteOffset, spki.byteLength),
-    explicit(3, sequence(...extensions)),
-  );
-  const signature = sign(digest, tbs, signingKey); // ECDSA: DER-encoded (r, s), as X.509 wants
-  const der = sequence(tbs, algorithm, bitString(signature));
+  const tbs = new x509.TBSCertificate({
+    version: x509.Version.v3,
+    serialNumber: arrayBuffer(req.serial),
+    signature: algorithmIdentifier(),
+    issuer: schema.AsnConvert.parse(req.issuer?.name ?? req.subject, x509.Name),
+    validity: new x509.Validity({ notBefore: req.notBefore, notAfter: req.notAfter }),
+    subject: schema.AsnConvert.parse(req.subject, x509.Name),
+    subjectPublicKeyInfo: schema.AsnConvert.parse(req.publicKey.export({ type: 'spki', format: 'der' }), x509.SubjectPublicKeyInfo),
+    extensions: new x509.Extensions(extensions),
+  });
+  const tbsDer = bytes(schema.AsnConvert.serialize(tbs));
+  const signature = sign(algorithm.digest, tbsDer, signingKey); // ECDSA: DER-encoded (r, s), as X.509 wants
+  const certificate = new x509.Certificate({ tbsCertificate: tbs, signatureAlgorithm: algorithmIdentifier(), signatureValue: arrayBuffer(signature) });
+  const der = bytes(schema.AsnConvert.serialize(certificate));
   return { der, pem: toPem(der, 'CERTIFICATE') };
 }
 
@@ -177,23 +195,13 @@ export function toPem(der: Uint8Array, label: string): string {
 
 /** What a leaf needs from an existing CA certificate: its subject Name (as issuer) and key identifier. */
 export function issuerIdentity(certificateDer: Uint8Array): { name: Der; keyIdentifier?: Uint8Array; publicKey: KeyObject } {
-  const tbs = children(readElement(certificateDer).content)[0];
-  const fields = children(tbs.content);
-  const at = fields[0].tag === 0xa0 ? 1 : 0; // skip the explicit version
-  const name = fields[at + 4].whole;
-  const spki = fields[at + 5].whole;
-  const publicKey = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
-  let keyId: Uint8Array | undefined;
-  const extensionsField = fields.find((f) => f.tag === 0xa3);
-  if (extensionsField) {
-    const skiOid = oid(OID.subjectKeyIdentifier);
-    for (const ext of children(readElement(extensionsField.content).content)) {
-      const parts = children(ext.content);
-      if (Buffer.from(parts[0].whole).equals(skiOid)) {
-        keyId = readElement(parts[parts.length - 1].content).content;
-      }
-    }
-  }
+  const { x509, schema } = load();
+  const cert = schema.AsnConvert.parse(certificateDer, x509.Certificate);
+  const tbs = cert.tbsCertificate;
+  const name = bytes(schema.AsnConvert.serialize(tbs.subject));
+  const publicKey = createPublicKey({ key: Buffer.from(schema.AsnConvert.serialize(tbs.subjectPublicKeyInfo)), format: 'der', type: 'spki' });
+  const ski = tbs.extensions?.find((e) => e.extnID === OID.subjectKeyIdentifier);
   // A CA without a subjectKeyIdentifier gets no authorityKeyIdentifier in its leaves (a wrong one breaks chains).
+  const keyId = ski ? bytes(schema.AsnConvert.parse(ski.extnValue.buffer, x509.SubjectKeyIdentifier).buffer) : undefined;
   return { name, keyIdentifier: keyId, publicKey };
 }

@@ -1,5 +1,6 @@
-// The hand-written X.509 encoder: Node's X509Certificate, node:tls and openssl (when installed)
-// must all accept what it writes; the CA is generated once, reloaded, and configured CAs load.
+// The certificates x509.ts builds (@peculiar/asn1-x509 structures, node:crypto signatures): Node's
+// X509Certificate, node:tls and openssl (when installed) must all accept them; the CA is generated
+// once, reloaded, and configured CAs load.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -11,29 +12,44 @@ import { test } from 'node:test';
 import { connect, TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 import { CA_CERT_FILE, CA_KEY_FILE, LeafCertificates, loadOrCreateCa, randomSerial } from '../../src/proxy/ca.ts';
-import { namedBits, oid, readElement, smallInteger, unsignedInteger } from '../../src/proxy/der.ts';
-import { createCertificate, encodeName, ipv6Bytes, issuerIdentity } from '../../src/proxy/x509.ts';
+import { createCertificate, encodeName, issuerIdentity, keyIdentifier } from '../../src/proxy/x509.ts';
 import { tempDir } from './helpers.ts';
 
 const run = promisify(execFile);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
-test('DER primitives', () => {
-  assert.equal(hex(oid('1.2.840.10045.4.3.2')), '06082a8648ce3d040302');
-  assert.equal(hex(smallInteger(0)), '020100');
-  assert.equal(hex(smallInteger(128)), '02020080');
-  assert.equal(hex(unsignedInteger(Uint8Array.of(0, 0, 1))), '020101');
-  assert.equal(hex(namedBits([0, 5, 6])), '03020186'); // keyCertSign|cRLSign|digitalSignature, 1 unused bit
-  assert.equal(hex(namedBits([0])), '03020780');
-  const long = new Uint8Array(300);
-  const el = readElement(Uint8Array.from([0x04, 0x82, 0x01, 0x2c, ...long]));
-  assert.equal(el.content.length, 300);
+test('names, key identifiers and IP SANs encode as RFC 5280 says', () => {
+  // SEQUENCE { SET { SEQUENCE { OID 2.5.4.3, UTF8String "a" } } }
+  assert.equal(hex(encodeName('a')), '300c310a300806035504030c0161');
+  assert.equal(encodeName('x'.repeat(100)).length, encodeName('x'.repeat(64)).length, 'CN capped at 64 characters');
+  const keys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  assert.equal(keyIdentifier(keys.publicKey).length, 20); // SHA-1
+  const leaf = createCertificate({
+    subject: encodeName('v6.test'),
+    publicKey: keys.publicKey,
+    selfSigningKey: keys.privateKey,
+    notBefore: new Date(Date.now() - 1000),
+    notAfter: new Date(Date.now() + 86400_000),
+    isCa: false,
+    altNames: ['2001:db8::8:800:200c:417a', '::ffff:192.0.2.1'],
+    serial: randomSerial(),
+  });
+  assert.equal(new X509Certificate(leaf.pem).subjectAltName, 'IP Address:2001:DB8:0:0:8:800:200C:417A, IP Address:0:0:0:0:0:FFFF:C000:201');
 });
 
-test('IPv6 addresses encode to 16 bytes', () => {
-  assert.equal(hex(ipv6Bytes('::1')), '00000000000000000000000000000001');
-  assert.equal(hex(ipv6Bytes('2001:db8::8:800:200c:417a')), '20010db8000000000008080020 0c417a'.replace(' ', ''));
-  assert.equal(hex(ipv6Bytes('::ffff:192.0.2.1')), '00000000000000000000ffffc0000201');
+test('validity after 2049 is written as GeneralizedTime and read back', () => {
+  const keys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const notAfter = new Date('2060-01-02T03:04:05Z');
+  const cert = createCertificate({
+    subject: encodeName('far.test'),
+    publicKey: keys.publicKey,
+    selfSigningKey: keys.privateKey,
+    notBefore: new Date('2020-01-01T00:00:00Z'),
+    notAfter,
+    isCa: true,
+    serial: randomSerial(),
+  });
+  assert.equal(new Date(new X509Certificate(cert.pem).validTo).getTime(), notAfter.getTime());
 });
 
 test('generated CA: written once with a 0600 key, reloaded on the next start', () => {

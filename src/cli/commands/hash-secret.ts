@@ -9,6 +9,7 @@ export const hashSecretCommand: Command = {
   usage: `dpg hash-secret [-]
     Reads a client secret or API key from stdin and prints the hash to put in the config
     (never as an argument: arguments end up in shell history and process listings).`,
+  details: `Example: printf %s "$SECRET" | dpg hash-secret`,
   async run(args, io) {
     const { positionals } = parseFlags(args, {});
     if (positionals.length > 1 || (positionals[0] !== undefined && positionals[0] !== '-')) {

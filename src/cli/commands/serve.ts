@@ -1,22 +1,35 @@
 // `dpg serve`: every listener of the config in one process, until SIGTERM/SIGINT; SIGHUP reloads manifests.
 
 import { ConfigError, toDpgError } from '../../core/errors.ts';
-import { loadConfig } from '../../config/load.ts';
-import { createLogger } from '../../core/logger.ts';
-import { parseFlags, type Command } from '../command.ts';
+import { parseFlags, type Command, type FlagSpec } from '../command.ts';
+
+const options = {
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config (default DPG_CONFIG, else config/gateway.yaml)' },
+} satisfies FlagSpec;
 
 export const serveCommand: Command = {
   name: 'serve',
   summary: 'run the HTTP API, gRPC API, identity endpoint and egress proxy',
   usage: `dpg serve [--config FILE]
-    Runs the HTTP API, gRPC API, identity endpoint and egress proxy (config/gateway.yaml by default).`,
+    Runs every listener the config turns on: HTTP API and identity endpoint, gRPC API, egress
+    proxy (config/gateway.yaml by default). Stops on SIGTERM or SIGINT after in-flight requests;
+    SIGHUP reloads the manifests.`,
+  options,
+  details: `The sidecar profile (config/sidecar.yaml) turns the HTTP and gRPC APIs off
+(http.enabled: false, grpc.enabled: false); the proxy listener then answers GET /healthz and
+GET /readyz for dpg probe. A start-up failure (bad config, address in use, unreadable file,
+demo credentials under NODE_ENV=production) is printed with its cause and exits 1.`,
   async run(args) {
-    const { values } = parseFlags(args, { config: { type: 'string' } });
-    const { config, problems } = loadConfig({ file: values.config as string | undefined });
+    const { values } = parseFlags(args, options);
+    // Loaded here only: the other commands need none of the listeners.
+    const [{ loadConfig }, { createLogger }, { startGateway }] = await Promise.all([
+      import('../../config/load.ts'),
+      import('../../core/logger.ts'),
+      import('../../main.ts'),
+    ]);
+    const { config, problems } = loadConfig({ file: values.config });
     if (!config) throw new ConfigError(problems);
     const logger = createLogger({ level: config.logging.level });
-    // Loaded here only: protect/validate need none of the listeners.
-    const { startGateway } = await import('../../main.ts');
     const gateway = await startGateway(config, { logger });
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down');

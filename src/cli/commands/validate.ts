@@ -1,26 +1,33 @@
 // `dpg validate`: loads the config, the keyring and every manifest; any problem is printed with file:line.
 
 import { ConfigError, formatConfigProblem } from '../../core/errors.ts';
-import { loadConfig } from '../../config/load.ts';
-import { buildEngine, checkConfigReferences } from '../../engine/build.ts';
-import { parseFlags, type Command } from '../command.ts';
+import { parseFlags, type Command, type FlagSpec } from '../command.ts';
+
+const options = {
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config (default DPG_CONFIG, else config/gateway.yaml)' },
+} satisfies FlagSpec;
 
 export const validateCommand: Command = {
   name: 'validate',
   summary: 'check the config, the keyring and every manifest',
   usage: `dpg validate [--config FILE]
-    Checks the config, the keyring and every manifest; prints each problem with file and line.
-    Warns about a field one job type protects and another leaves in clear (an error in a
-    manifest with strict: true), and about a field matched by several names without a keyName
-    (its keys follow the first).`,
-  run(args, io) {
-    const { values } = parseFlags(args, { config: { type: 'string' } });
-    const { config, problems } = loadConfig({ file: values.config as string | undefined });
+    Checks the config, the keyring and every manifest; prints each problem with file and line
+    and exits 1, or prints the config, the data directory, the keyring's keys and what each
+    manifest does. Warns about a field one job type protects and another leaves in clear (an
+    error in a manifest with strict: true), and about a field matched by several names without a
+    keyName (its keys follow the first).`,
+  options,
+  async run(args, io) {
+    const { values } = parseFlags(args, options);
+    const [{ loadConfig }, { buildEngine, checkConfigReferences }] = await Promise.all([import('../../config/load.ts'), import('../../engine/build.ts')]);
+    const { config, problems } = loadConfig({ file: values.config });
     if (!config) throw new ConfigError(problems);
-    const { engine, keyring } = buildEngine(config);
+    const { engine, keyring } = buildEngine(config, undefined, {
+      onKeyringCreated: (path) => io.stderr.write(`dpg: generated a development keyring at ${path}\n`),
+    });
     const refs = checkConfigReferences(config, engine);
     if (refs.length > 0) throw new ConfigError(refs);
-    io.stdout.write(`config ${config.file}: ok\n`);
+    io.stdout.write(`config ${config.file}: ok\ndata directory ${config.dataDir}\n`);
     for (const line of keyring.explain()) io.stdout.write(`key ${line}\n`);
     for (const warning of keyring.retiredNowWarnings(new Date())) io.stdout.write(`warning: ${warning}\n`);
     for (const name of engine.manifestNames()) {

@@ -1,9 +1,21 @@
-// Loads proto/gateway.proto and the grpc.health.v1 definition once, and builds the service
-// definitions the server registers; ProtectValues gets the hand-written codec of wire.ts.
+// The service definitions the gRPC server registers, for the contract in proto/gateway.proto and
+// proto/grpc/health/v1/health.proto: method paths and shapes as the .proto files declare them, with
+// the hand-written codecs of wire.ts (ProtectValues) and health-wire.ts (Health). No .proto file is
+// parsed at start, so @grpc/proto-loader and protobufjs are not loaded (docs/performance.md); a test
+// checks these definitions against proto-loader reading the .proto files.
 
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadPackageDefinition, type ServiceDefinition } from '@grpc/grpc-js';
-import { loadSync, type Options } from '@grpc/proto-loader';
+import type { MethodDefinition, ServiceDefinition } from '@grpc/grpc-js';
+import {
+  decodeHealthCheckRequest,
+  decodeHealthCheckResponse,
+  encodeHealthCheckRequest,
+  encodeHealthCheckResponse,
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+} from './health-wire.ts';
 import {
   decodeProtectValuesRequest,
   encodeProtectValuesResponse,
@@ -11,18 +23,19 @@ import {
   type DecodedProtectValuesRequest,
 } from './wire.ts';
 
-/** The repository's proto/ directory: the import path for gateway.proto and grpc/health/v1/health.proto. */
-export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
+/**
+ * The package's proto/ directory: the import path for gateway.proto and grpc/health/v1/health.proto.
+ * Found by walking up from this module, which sits in src/transport/grpc/ when run from source and
+ * in a dist/ chunk when compiled.
+ */
+export const PROTO_DIR = findProtoDir(dirname(fileURLToPath(import.meta.url)));
 
-/** keepCase: JobConfig fields keep their snake_case names, 1:1 with the contract. */
-export const PROTO_LOADER_OPTIONS: Options = {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-};
+function findProtoDir(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'proto', 'gateway.proto'))) return join(dir, 'proto') + '/';
+    if (dirname(dir) === dir) throw new Error(`proto/gateway.proto not found above ${from}`);
+  }
+}
 
 export const PROTECT_SERVICE_NAME = 'com.vendor.gateway.ProtectService';
 export const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health';
@@ -32,41 +45,39 @@ export interface ProtectValuesReply {
   readonly rows: readonly (readonly string[])[];
 }
 
-interface Loaded {
-  readonly protect: ServiceDefinition;
-  readonly health: ServiceDefinition;
-}
-
-let loaded: Loaded | undefined;
-
-function load(): Loaded {
-  if (loaded) return loaded;
-  const definition = loadSync(['gateway.proto', 'grpc/health/v1/health.proto'], PROTO_LOADER_OPTIONS);
-  const root = loadPackageDefinition(definition) as unknown as {
-    com: { vendor: { gateway: { ProtectService: { service: ServiceDefinition } } } };
-    grpc: { health: { v1: { Health: { service: ServiceDefinition } } } };
-  };
-  loaded = { protect: root.com.vendor.gateway.ProtectService.service, health: root.grpc.health.v1.Health.service };
-  return loaded;
+/** The server side only ever decodes requests and encodes replies of ProtectValues. */
+function serverOnly(what: string): never {
+  throw new Error(`ProtectValues ${what} is not used by the server`);
 }
 
 /**
- * ProtectService with the method's (de)serialisers swapped for the row codec: the request decodes
- * straight to string[][] (never throwing — a malformed message is flagged for the handler) and the
- * reply encodes from string[][].
+ * ProtectService with the row codec: the request decodes straight to string[][] (never throwing —
+ * a malformed message is flagged for the handler) and the reply encodes from string[][].
  */
 export function protectServiceDefinition(options: DecodeOptions): ServiceDefinition {
-  const base = load().protect;
-  const method = base.ProtectValues;
-  return {
-    ProtectValues: {
-      ...method,
-      requestDeserialize: (bytes: Buffer): DecodedProtectValuesRequest => decodeProtectValuesRequest(bytes, options),
-      responseSerialize: (reply: ProtectValuesReply): Buffer => encodeProtectValuesResponse(reply.rows),
-    },
+  const method: MethodDefinition<unknown, ProtectValuesReply> = {
+    path: `/${PROTECT_SERVICE_NAME}/ProtectValues`,
+    originalName: 'protectValues', // as proto-loader names it (client method alias)
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: () => serverOnly('request encoding'),
+    requestDeserialize: (bytes: Buffer): DecodedProtectValuesRequest => decodeProtectValuesRequest(bytes, options),
+    responseSerialize: (reply: ProtectValuesReply): Buffer => encodeProtectValuesResponse(reply.rows),
+    responseDeserialize: () => serverOnly('response decoding'),
   };
+  return { ProtectValues: method };
 }
 
 export function healthServiceDefinition(): ServiceDefinition {
-  return load().health;
+  const method = (name: 'Check' | 'Watch', responseStream: boolean): MethodDefinition<HealthCheckRequest, HealthCheckResponse> => ({
+    path: `/${HEALTH_SERVICE_NAME}/${name}`,
+    originalName: name.toLowerCase(),
+    requestStream: false,
+    responseStream,
+    requestSerialize: encodeHealthCheckRequest,
+    requestDeserialize: decodeHealthCheckRequest,
+    responseSerialize: encodeHealthCheckResponse,
+    responseDeserialize: decodeHealthCheckResponse,
+  });
+  return { Check: method('Check', false), Watch: method('Watch', true) };
 }

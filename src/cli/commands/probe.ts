@@ -1,0 +1,88 @@
+// `dpg probe ready|live`: asks the running gateway of a config whether it is ready or alive, for
+// exec probes (Kubernetes) and the image's HEALTHCHECK. Exit 0 yes, 1 no. It asks the HTTP API's
+// /readyz or /healthz; with the HTTP API off (sidecar profile) the egress proxy listener answers
+// the same paths in origin form.
+
+import { request } from 'node:http';
+import { ConfigError } from '../../core/errors.ts';
+import type { GatewayConfig, ListenAddress } from '../../config/types.ts';
+import { integerFlag, parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
+
+const options = {
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'config of the gateway to ask (default DPG_CONFIG, else config/gateway.yaml)' },
+  timeout: { type: 'string', value: 'MS', help: 'give up after this many milliseconds (default 2000)' },
+  quiet: { type: 'boolean', short: 'q', help: 'print nothing, only the exit code' },
+} satisfies FlagSpec;
+
+/** Where the probe asks: the HTTP API when it is on, else the egress proxy. */
+export function probeTarget(config: GatewayConfig): { listener: string; address: ListenAddress } | undefined {
+  if (config.http.enabled !== false) return { listener: 'HTTP API', address: config.http.listen };
+  if (config.proxy.enabled) return { listener: 'egress proxy', address: config.proxy.listen };
+  return undefined;
+}
+
+/** A wildcard listen address is reached through loopback. */
+function connectHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host.replace(/^\[|\]$/g, '');
+}
+
+function get(host: string, port: number, path: string, timeoutMs: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host, port, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export const probeCommand: Command = {
+  name: 'probe',
+  summary: 'exit 0 when the running gateway is ready (or alive), 1 otherwise',
+  usage: `dpg probe ready|live [--config FILE] [--timeout MS]
+    Asks the gateway started with the same config (and DPG_*_ADDR variables) whether it is
+    ready (GET /readyz) or alive (GET /healthz). For Kubernetes exec probes and HEALTHCHECK.`,
+  options,
+  details: `It asks the HTTP API's address; in the sidecar profile (http.enabled: false) the egress
+proxy's address, which answers the same two paths. A listener on port 0 cannot be probed.`,
+  async run(args, io) {
+    const { values, positionals } = parseFlags(args, options);
+    const kind = positionals[0];
+    if (positionals.length !== 1 || (kind !== 'ready' && kind !== 'live')) throw new UsageError('probe takes one argument: ready or live');
+    const timeoutMs = integerFlag(values.timeout, 'timeout', { min: 1, max: 600_000 }) ?? 2000;
+    const say = (line: string) => {
+      if (!values.quiet) io.stdout.write(`${line}\n`);
+    };
+    const { loadConfig } = await import('../../config/load.ts');
+    const { config, problems } = loadConfig({ file: values.config });
+    if (!config) throw new ConfigError(problems);
+    const target = probeTarget(config);
+    if (!target) {
+      io.stderr.write('dpg probe: this config turns off both the HTTP API and the egress proxy: nothing to ask\n');
+      return 1;
+    }
+    const { host, port } = target.address;
+    if (port === 0) {
+      io.stderr.write(`dpg probe: the ${target.listener} listens on port 0 (a free port chosen at start): set a fixed port to probe it\n`);
+      return 1;
+    }
+    const path = kind === 'ready' ? '/readyz' : '/healthz';
+    const where = `${target.listener} ${host.includes(':') ? `[${host}]` : host}:${port}`;
+    try {
+      const status = await get(connectHost(host), port, path, timeoutMs);
+      if (status === 200) {
+        say(`${kind}: ${where}`);
+        return 0;
+      }
+      say(`not ${kind}: ${where} answered ${status}`);
+      return 1;
+    } catch (err) {
+      say(`not ${kind}: ${where}: ${(err as NodeJS.ErrnoException).code ?? 'no answer'}`);
+      return 1;
+    }
+  },
+};

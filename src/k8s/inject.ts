@@ -1,0 +1,250 @@
+// inject(): a pod template in, the same template with the gateway beside it out. Pure: no I/O, the
+// input is never changed, and the same input and options always give the same output. Shared by
+// `dpg inject` (every workload kind), the admission webhook and the validating check.
+//
+// The order is fixed: take out what an earlier injection added (from the status annotation), read
+// the settings, refuse what cannot be protected, then add the containers, volumes, trust and status.
+// Starting from the un-injected pod is what makes it idempotent and safe under reinvocation.
+
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
+import {
+  CONTAINER,
+  GATEWAY_UID,
+  INJECT_LABEL,
+  NOTES_ANNOTATION,
+  PATH,
+  RESERVED_CONTAINER_NAMES,
+  RESERVED_VOLUME_NAMES,
+  STATUS_ANNOTATION,
+  VOLUME,
+} from './names.ts';
+import { applyAnnotations, type InjectionSettings } from './settings.ts';
+import { configHash, decodeStatus, encodeStatus, type InjectionStatus } from './status.ts';
+import { buildParts, proxyVariables, trustEnv, TRUST_MOUNT, type ImageOptions } from './template.ts';
+
+export type JsonObject = { [key: string]: unknown };
+
+export interface InjectorOptions extends ImageOptions {
+  /** dpg version recorded in the status annotation. */
+  readonly version: string;
+  /** Settings for a pod without annotations (built-in defaults with the injector's --default flags). */
+  readonly defaults: InjectionSettings;
+}
+
+export type InjectionResult =
+  | { readonly outcome: 'injected'; readonly template: JsonObject; readonly notes: readonly string[]; readonly status: InjectionStatus }
+  | { readonly outcome: 'skipped'; readonly template: JsonObject; readonly reason: string }
+  | { readonly outcome: 'refused'; readonly template: JsonObject; readonly problems: readonly string[] };
+
+/** Every variable injection may add: the only names taking an injection out may remove. */
+const INJECTED_VARIABLES = new Set([
+  ...trustEnv().map((e) => e.name),
+  ...proxyVariables({ excludeCidrs: [] } as unknown as InjectionSettings).map((e) => e.name),
+]);
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const objectsOf = (v: unknown): JsonObject[] => (Array.isArray(v) ? v.filter(isObject) : []);
+
+function child(parent: JsonObject, key: string): JsonObject {
+  const existing = parent[key];
+  if (isObject(existing)) return existing;
+  const created: JsonObject = {};
+  parent[key] = created;
+  return created;
+}
+
+/** Sets a list, or removes the key when the list is empty (so taking out restores "absent"). */
+function setList(parent: JsonObject, key: string, list: unknown[]): void {
+  if (list.length > 0) parent[key] = list;
+  else delete parent[key];
+}
+
+function dropEmpty(parent: JsonObject, key: string): void {
+  const v = parent[key];
+  if (isObject(v) && Object.keys(v).length === 0) delete parent[key];
+}
+
+/**
+ * Takes out exactly what the status annotation says an earlier injection added — and only names
+ * injection owns, so a forged status cannot remove the pod's own containers or variables.
+ */
+export function uninject(input: JsonObject): JsonObject {
+  const template = structuredClone(input);
+  const metadata = isObject(template.metadata) ? template.metadata : undefined;
+  const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
+  const status = decodeStatus(annotations?.[STATUS_ANNOTATION]);
+  if (annotations) {
+    delete annotations[STATUS_ANNOTATION];
+    delete annotations[NOTES_ANNOTATION];
+    if (metadata) dropEmpty(metadata, 'annotations');
+  }
+  dropEmpty(template, 'metadata');
+  const spec = isObject(template.spec) ? template.spec : undefined;
+  if (!status || !spec) return template;
+
+  const ours = (names: readonly string[], reserved: readonly string[]) => new Set(names.filter((n) => reserved.includes(n)));
+  const initNames = ours(status.initContainers, RESERVED_CONTAINER_NAMES);
+  const containerNames = ours(status.containers, RESERVED_CONTAINER_NAMES);
+  const volumeNames = ours(status.volumes, RESERVED_VOLUME_NAMES);
+
+  if (Array.isArray(spec.initContainers)) setList(spec, 'initContainers', spec.initContainers.filter((c) => !(isObject(c) && initNames.has(c.name as string))));
+  if (Array.isArray(spec.containers)) spec.containers = spec.containers.filter((c) => !(isObject(c) && containerNames.has(c.name as string)));
+  if (Array.isArray(spec.volumes)) setList(spec, 'volumes', spec.volumes.filter((v) => !(isObject(v) && volumeNames.has(v.name as string))));
+
+  for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
+    const name = c.name as string;
+    // Admission runs before validation: a container may be called `constructor`; own keys only.
+    const listed = Object.hasOwn(status.env, name) ? status.env[name] : [];
+    const added = new Set(listed.filter((n) => INJECTED_VARIABLES.has(n)));
+    if (added.size > 0 && Array.isArray(c.env)) setList(c, 'env', c.env.filter((e) => !(isObject(e) && added.has(e.name as string))));
+    if (status.trustMounts.includes(name) && Array.isArray(c.volumeMounts)) {
+      setList(c, 'volumeMounts', c.volumeMounts.filter((m) => !(isObject(m) && m.name === VOLUME.trust)));
+    }
+  }
+  return template;
+}
+
+function effectiveUid(container: JsonObject, spec: JsonObject): unknown {
+  const own = isObject(container.securityContext) ? container.securityContext.runAsUser : undefined;
+  if (own !== undefined) return own;
+  return isObject(spec.securityContext) ? spec.securityContext.runAsUser : undefined;
+}
+
+/** Why a pod is left alone, or undefined when it is to be injected. */
+function skipReason(template: JsonObject, spec: JsonObject): string | undefined {
+  const labels = isObject(template.metadata) && isObject(template.metadata.labels) ? template.metadata.labels : {};
+  if (labels[INJECT_LABEL] === 'disabled') return `opted out by the label ${INJECT_LABEL}=disabled`;
+  if (spec.hostNetwork === true) return "hostNetwork pod: capture would change the node's network";
+  if (isObject(spec.os) && spec.os.name === 'windows') return 'Windows pod: the gateway image is Linux-only';
+  return undefined;
+}
+
+function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
+  const problems: string[] = [];
+  const inits = objectsOf(spec.initContainers);
+  const regular = objectsOf(spec.containers);
+  const all = [...inits, ...regular];
+  for (const c of all) {
+    if (RESERVED_CONTAINER_NAMES.includes(c.name as string)) {
+      problems.push(`container name ${JSON.stringify(c.name)} is reserved for the gateway (and no injection status names it)`);
+    }
+    if (effectiveUid(c, spec) === GATEWAY_UID) {
+      problems.push(`container ${JSON.stringify(c.name)} runs as UID ${GATEWAY_UID}, the gateway's UID: its traffic would bypass capture; run it as another UID`);
+    }
+  }
+  for (const v of objectsOf(spec.volumes)) {
+    if (RESERVED_VOLUME_NAMES.includes(v.name as string)) problems.push(`volume name ${JSON.stringify(v.name)} is reserved for the gateway`);
+  }
+  if (settings.caContainers !== '*') {
+    const names = new Set(all.map((c) => c.name));
+    for (const n of settings.caContainers) if (!names.has(n)) problems.push(`dpg.io/ca-containers: no container named ${JSON.stringify(n)} in this pod`);
+  }
+  const restartPolicy = spec.restartPolicy ?? 'Always';
+  if (!settings.nativeSidecar && restartPolicy !== 'Always') {
+    problems.push(
+      `dpg.io/native-sidecar: "false" cannot be used for a run-to-completion pod (restartPolicy ${String(restartPolicy)}): the gateway container would keep it running forever; use native sidecars (Kubernetes 1.29+) or opt the pod out`,
+    );
+  }
+  return problems;
+}
+
+const TWINS: Record<string, string> = {
+  HTTP_PROXY: 'http_proxy',
+  http_proxy: 'HTTP_PROXY',
+  HTTPS_PROXY: 'https_proxy',
+  https_proxy: 'HTTPS_PROXY',
+  NO_PROXY: 'no_proxy',
+  no_proxy: 'NO_PROXY',
+};
+
+/** Adds the trust mount and variables to one app container; returns the variables it added. */
+function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): { env: string[]; mounted: boolean } {
+  const name = String(c.name);
+  const mounts = objectsOf(c.volumeMounts);
+  let mounted = false;
+  if (mounts.some((m) => m.mountPath === PATH.trust)) {
+    notes.push(`container ${name}: something is already mounted at ${PATH.trust}; the gateway CA files are not mounted there`);
+  } else {
+    c.volumeMounts = [...(Array.isArray(c.volumeMounts) ? c.volumeMounts : []), { ...TRUST_MOUNT }];
+    mounted = true;
+  }
+  const wanted: IEnvVar[] = [...(mounted ? trustEnv() : []), ...(settings.captureMode === 'env-proxy' ? proxyVariables(settings) : [])];
+  const existing = new Set(objectsOf(c.env).map((e) => e.name));
+  const added: IEnvVar[] = [];
+  const kept: string[] = [];
+  for (const v of wanted) {
+    // HTTP_PROXY and http_proxy are one setting to most tools: either one set by the pod keeps both out.
+    const twin = TWINS[v.name];
+    if (existing.has(v.name)) kept.push(v.name);
+    else if (twin !== undefined && existing.has(twin)) kept.push(twin);
+    else added.push(v);
+  }
+  if (kept.length > 0) notes.push(`container ${name}: ${[...new Set(kept)].join(', ')} already set by the pod; left as is`);
+  if (added.length > 0) {
+    c.env = [...(Array.isArray(c.env) ? c.env : []), ...added];
+    if (Array.isArray(c.envFrom) && c.envFrom.length > 0) {
+      notes.push(`container ${name}: uses envFrom; ${added.map((v) => v.name).join(', ')} from there would be shadowed by the injected value`);
+    }
+  }
+  return { env: added.map((v) => v.name), mounted };
+}
+
+/**
+ * Injects one pod template (a Pod, or the `template` of a workload). `runToCompletion` is not
+ * needed: the pod's own restartPolicy says it.
+ */
+export function inject(input: JsonObject, options: InjectorOptions): InjectionResult {
+  const template = uninject(input);
+  if (!isObject(template.spec) || !Array.isArray(template.spec.containers)) {
+    return { outcome: 'refused', template: input, problems: ['not a pod template: spec.containers is missing'] };
+  }
+  const spec = template.spec;
+  const skip = skipReason(template, spec);
+  if (skip) return { outcome: 'skipped', template: input, reason: skip };
+
+  const metadata = child(template, 'metadata');
+  const annotations = isObject(metadata.annotations) ? metadata.annotations : {};
+  const { settings, problems: settingProblems } = applyAnnotations(options.defaults, annotations);
+  const problems = [...settingProblems.map((p) => `${p.key}: ${p.message}`), ...refusals(spec, settings)];
+  if (problems.length > 0) return { outcome: 'refused', template: input, problems };
+
+  const parts = buildParts(settings, options);
+  const notes: string[] = [];
+  const env: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  const trustMounts: string[] = [];
+  const wantsTrust = (c: JsonObject) => settings.caContainers === '*' || settings.caContainers.includes(c.name as string);
+  for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
+    if (!wantsTrust(c)) continue;
+    const added = addTrust(c, settings, notes);
+    if (added.env.length > 0) env[String(c.name)] = added.env;
+    if (added.mounted) trustMounts.push(String(c.name));
+  }
+
+  // Ours first: capture and trust before anything else runs, the gateway before the user's init containers.
+  setList(spec, 'initContainers', [...parts.initContainers, ...(Array.isArray(spec.initContainers) ? spec.initContainers : [])]);
+  spec.containers = [...parts.containers, ...(spec.containers as unknown[])];
+  spec.volumes = [...(Array.isArray(spec.volumes) ? spec.volumes : []), ...parts.volumes];
+
+  const status: InjectionStatus = {
+    version: options.version,
+    configHash: configHash(settings, options),
+    captureMode: settings.captureMode,
+    nativeSidecar: settings.nativeSidecar,
+    initContainers: parts.initContainers.map((c: IContainer) => c.name),
+    containers: parts.containers.map((c: IContainer) => c.name),
+    volumes: parts.volumes.map((v) => v.name),
+    env,
+    trustMounts,
+  };
+  const out: JsonObject = { ...annotations, [STATUS_ANNOTATION]: encodeStatus(status) };
+  if (notes.length > 0) out[NOTES_ANNOTATION] = JSON.stringify(notes);
+  metadata.annotations = out;
+  return { outcome: 'injected', template, notes, status };
+}
+
+/** The proxy container of an injected pod, wherever the layout put it. */
+export function findProxy(spec: JsonObject): IContainer | undefined {
+  const all = [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)];
+  return all.find((c) => c.name === CONTAINER.proxy) as IContainer | undefined;
+}

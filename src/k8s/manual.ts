@@ -1,0 +1,165 @@
+// Manual injection (`dpg inject`): a multi-document YAML stream in, the same stream out with every
+// pod template injected. Each changed document is patched in place (comments and key order kept
+// where the yaml package can); other kinds pass through. All or nothing: when any document is
+// unreadable or refused, no output is produced at all.
+
+import { Parser, parseAllDocuments, type Document } from 'yaml';
+import { podPatch } from './patch.ts';
+import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
+import { describe, isList, templatePath } from './workloads.ts';
+import { applyPatchToDocument } from './yaml-patch.ts';
+
+export interface ObjectReport {
+  /** 1-based document number in the stream. */
+  readonly document: number;
+  /** `deployment/orders`, `pod/web`, `list/(unnamed) item 2 deployment/orders`. */
+  readonly object: string;
+  readonly outcome: 'injected' | 'unchanged' | 'skipped' | 'refused' | 'passed-through';
+  readonly messages: readonly string[];
+}
+
+export interface ManualResult {
+  /** The injected stream; undefined when any document failed. */
+  readonly output?: string;
+  readonly reports: readonly ObjectReport[];
+}
+
+/** No folding of long lines (status annotations), `[a]` not `[ a ]`. */
+const STRINGIFY = { lineWidth: 0, flowCollectionPadding: false } as const;
+
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function getPath(object: JsonObject, path: readonly string[]): JsonObject | undefined {
+  let node: unknown = object;
+  for (const key of path) node = isObject(node) ? node[key] : undefined;
+  return isObject(node) ? node : undefined;
+}
+
+/** Injects one object (or every item of a List) and says what happened to each. */
+export function injectObject(object: JsonObject, options: InjectorOptions, document: number, prefix = ''): { object: JsonObject; reports: ObjectReport[] } {
+  const name = `${prefix}${describe(object)}`;
+  if (isList(object)) {
+    const reports: ObjectReport[] = [];
+    const items = (object.items as unknown[]).map((item, i) => {
+      if (!isObject(item)) return item;
+      const r = injectObject(item, options, document, `${name} item ${i + 1} `);
+      reports.push(...r.reports);
+      return r.object;
+    });
+    return { object: { ...object, items }, reports };
+  }
+  const path = templatePath(object);
+  const template = path && getPath(object, path);
+  if (!path || !template) return { object, reports: [{ document, object: name, outcome: 'passed-through', messages: [] }] };
+
+  const result = inject(template, options);
+  if (result.outcome === 'skipped') return { object, reports: [{ document, object: name, outcome: 'skipped', messages: [result.reason] }] };
+  if (result.outcome === 'refused') return { object, reports: [{ document, object: name, outcome: 'refused', messages: result.problems }] };
+  const replaced = path.length === 0 ? result.template : setPath(object, path, result.template);
+  const unchanged = podPatch(object, replaced).length === 0;
+  return { object: replaced, reports: [{ document, object: name, outcome: unchanged ? 'unchanged' : 'injected', messages: result.notes }] };
+}
+
+function setPath(object: JsonObject, path: readonly string[], value: JsonObject): JsonObject {
+  const [head, ...rest] = path;
+  const inner = object[head] as JsonObject;
+  return { ...object, [head]: rest.length === 0 ? value : setPath(inner, rest, value) };
+}
+
+function yamlProblem(doc: Document): string | undefined {
+  const error = doc.errors[0];
+  if (!error) return undefined;
+  const line = error.linePos?.[0].line;
+  return `YAML ${error.code}${line ? ` at line ${line}` : ''}`;
+}
+
+/** Injects every workload of a YAML (or JSON) stream. */
+export function injectStream(text: string, options: InjectorOptions): ManualResult {
+  const docs = parseAllDocuments(text, { prettyErrors: true });
+  // A stream that holds no document at all (empty input) is an empty stream.
+  const list = Array.isArray(docs) ? docs : [];
+  const reports: ObjectReport[] = [];
+  const sources = documentSources(text, list.length);
+  const out: string[] = [];
+  let failed = false;
+  list.forEach((doc, i) => {
+    const n = i + 1;
+    const problem = yamlProblem(doc);
+    if (problem) {
+      reports.push({ document: n, object: '(unreadable)', outcome: 'refused', messages: [problem] });
+      failed = true;
+      return;
+    }
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (!isObject(value)) {
+      if (value !== null && value !== undefined) reports.push({ document: n, object: '(not an object)', outcome: 'passed-through', messages: [] });
+      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+      return;
+    }
+    const r = injectObject(value, options, n);
+    reports.push(...r.reports);
+    if (r.reports.some((x) => x.outcome === 'refused')) {
+      failed = true;
+      return;
+    }
+    const patch = podPatch(value, r.object);
+    if (patch.length === 0) {
+      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+      return;
+    }
+    {
+      try {
+        applyPatchToDocument(doc, patch);
+        if (podPatch(doc.toJS(), r.object).length > 0) throw new Error('patched document differs');
+      } catch {
+        // An alias or an odd layout on the way: re-create the document from the injected object.
+        doc.contents = doc.createNode(r.object) as typeof doc.contents;
+      }
+    }
+    out.push(doc.toString(STRINGIFY));
+  });
+  if (failed) return { reports };
+  return { output: joinDocuments(out), reports };
+}
+
+/**
+ * The source text of each document (with its marker, comments and any `...`), so documents that are
+ * not changed come out byte for byte; undefined when the split does not line up with the documents.
+ */
+function documentSources(text: string, count: number): string[] | undefined {
+  const starts = [...new Parser().parse(text)].filter((t) => t.type === 'document').map((t) => t.offset);
+  if (starts.length !== count || count === 0) return undefined;
+  starts[0] = 0;
+  return starts.map((start, i) => text.slice(start, starts[i + 1] ?? text.length));
+}
+
+/** Documents separated by `---`; a document that already starts with its marker keeps it. */
+function joinDocuments(parts: string[]): string {
+  return parts
+    .map((p, i) => {
+      const body = p.endsWith('\n') || i === parts.length - 1 ? p : `${p}\n`;
+      return i === 0 || /^---(\s|$)/.test(body) ? body : `---\n${body}`;
+    })
+    .join('');
+}
+
+/**
+ * The validating check for a stream (`dpg inject --check`): every workload that injection would
+ * change is reported — not injected, injected by another version or with other settings, or refused.
+ */
+export function checkStream(text: string, options: InjectorOptions): { ok: boolean; reports: ObjectReport[] } {
+  const docs = parseAllDocuments(text);
+  const list = Array.isArray(docs) ? docs : [];
+  const reports: ObjectReport[] = [];
+  list.forEach((doc, i) => {
+    const problem = yamlProblem(doc);
+    if (problem) {
+      reports.push({ document: i + 1, object: '(unreadable)', outcome: 'refused', messages: [problem] });
+      return;
+    }
+    const value: unknown = doc.toJS({ maxAliasCount: 100 });
+    if (isObject(value)) reports.push(...injectObject(value, options, i + 1).reports);
+  });
+  const ok = reports.every((r) => r.outcome === 'unchanged' || r.outcome === 'skipped' || r.outcome === 'passed-through');
+  return { ok, reports };
+}

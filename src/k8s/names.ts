@@ -1,0 +1,62 @@
+// The fixed names injection uses: annotation keys, container and volume names, paths inside the
+// pod, the gateway's UID and ports. One place, so the injector, the admission policy in deploy/ and
+// the docs can be checked against each other.
+
+/** The gateway's UID/GID (image contract); capture rules exempt it, so no app container may use it. */
+export const GATEWAY_UID = 10001;
+
+/** Namespace label and pod label: `enabled` opts in, `disabled` (pod label) opts out. */
+export const INJECT_LABEL = 'dpg.io/inject';
+export const ANNOTATION_PREFIX = 'dpg.io/';
+/** Written by the injector: what it added, with the version and a hash of the settings. */
+export const STATUS_ANNOTATION = 'dpg.io/status';
+/** Written by the injector: what it chose not to do (a variable the pod already sets, …). */
+export const NOTES_ANNOTATION = 'dpg.io/notes';
+
+export const CONTAINER = {
+  /** Root with NET_ADMIN/NET_RAW only: installs the capture rules, then exits. */
+  capture: 'dpg-init',
+  /** UID 10001, no capabilities: creates the pod's CA and writes the public trust files. */
+  trust: 'dpg-trust',
+  /** The gateway itself: a native sidecar (or the first container in legacy mode). */
+  proxy: 'dpg-proxy',
+} as const;
+
+export const VOLUME = {
+  config: 'dpg-config',
+  manifests: 'dpg-manifests',
+  /** DPG_DATA_DIR: the CA key lives here; mounted by dpg-trust and dpg-proxy only. */
+  data: 'dpg-data',
+  /** Public trust files (ca.crt, bundle.pem, truststore.p12); mounted read-only by app containers. */
+  trust: 'dpg-trust',
+  /** A CA from a Secret (dpg.io/ca-secret), placed into DPG_DATA_DIR. */
+  ca: 'dpg-ca',
+  /** A writable /tmp for dpg-init (iptables lock file) under a read-only root filesystem. */
+  captureTmp: 'dpg-init-tmp',
+} as const;
+
+export const PATH = {
+  config: '/etc/dpg/gateway.yaml',
+  manifests: '/etc/dpg/manifests',
+  data: '/var/lib/dpg',
+  trust: '/var/run/dpg/trust',
+  captureTmp: '/tmp',
+} as const;
+
+/** The files `dpg ca bundle --out DIR` writes (contract with issue 10). */
+export const TRUST_FILE = {
+  ca: `${PATH.trust}/ca.crt`,
+  bundle: `${PATH.trust}/bundle.pem`,
+  truststore: `${PATH.trust}/truststore.p12`,
+} as const;
+
+/** The generated CA's file names in DPG_DATA_DIR (src/proxy/ca.ts); a CA Secret is mounted onto them. */
+export const DATA_DIR_CA_FILES = { cert: 'proxy-ca.pem', key: 'proxy-ca-key.pem' } as const;
+
+export const TRANSPARENT_ADDR = '127.0.0.1:15006';
+export const REDIRECT_PORT = 15006;
+export const FORWARD_PROXY_ADDR = '127.0.0.1:15001';
+
+/** Every name injection adds, so a pod that already uses one is refused rather than merged. */
+export const RESERVED_CONTAINER_NAMES: readonly string[] = Object.values(CONTAINER);
+export const RESERVED_VOLUME_NAMES: readonly string[] = Object.values(VOLUME);

@@ -1,0 +1,209 @@
+// The containers and volumes injection adds, built from one pod's settings. Typed with the
+// Kubernetes API's own interfaces (kubernetes-models), so a misspelt field fails the type check.
+
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
+import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext';
+import type { IVolume } from 'kubernetes-models/v1/Volume';
+import type { IVolumeMount } from 'kubernetes-models/v1/VolumeMount';
+import {
+  CONTAINER,
+  DATA_DIR_CA_FILES,
+  FORWARD_PROXY_ADDR,
+  GATEWAY_UID,
+  PATH,
+  REDIRECT_PORT,
+  TRANSPARENT_ADDR,
+  TRUST_FILE,
+  VOLUME,
+} from './names.ts';
+import type { InjectionSettings } from './settings.ts';
+
+export interface ImageOptions {
+  readonly image: string;
+  readonly imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+}
+
+export interface InjectedParts {
+  /** Prepended to spec.initContainers, in this order. */
+  readonly initContainers: IContainer[];
+  /** Prepended to spec.containers (legacy layout only). */
+  readonly containers: IContainer[];
+  readonly volumes: IVolume[];
+}
+
+const configArgs = ['--config', PATH.config];
+
+/** Nothing but what the container needs: no privilege escalation, a read-only root, RuntimeDefault seccomp. */
+function lockedDown(user: number, capabilities: string[]): ISecurityContext {
+  return {
+    runAsUser: user,
+    runAsGroup: user,
+    runAsNonRoot: user !== 0,
+    allowPrivilegeEscalation: false,
+    privileged: false,
+    readOnlyRootFilesystem: true,
+    capabilities: capabilities.length > 0 ? { drop: ['ALL'], add: capabilities } : { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+function configMounts(): IVolumeMount[] {
+  return [
+    { name: VOLUME.config, mountPath: PATH.config, subPath: 'gateway.yaml', readOnly: true },
+    { name: VOLUME.manifests, mountPath: PATH.manifests, readOnly: true },
+  ];
+}
+
+/** The data directory, with a CA from a Secret placed where the gateway looks for its generated one. */
+function dataMounts(s: InjectionSettings): IVolumeMount[] {
+  const mounts: IVolumeMount[] = [{ name: VOLUME.data, mountPath: PATH.data }];
+  if (s.caSecret) {
+    mounts.push(
+      { name: VOLUME.ca, mountPath: `${PATH.data}/${DATA_DIR_CA_FILES.cert}`, subPath: 'tls.crt', readOnly: true },
+      { name: VOLUME.ca, mountPath: `${PATH.data}/${DATA_DIR_CA_FILES.key}`, subPath: 'tls.key', readOnly: true },
+    );
+  }
+  return mounts;
+}
+
+function captureArgs(s: InjectionSettings): string[] {
+  const args = ['capture', '--proxy-uid', String(GATEWAY_UID), '--redirect-port', String(REDIRECT_PORT)];
+  if (s.includePorts) args.push('--include-ports', s.includePorts);
+  if (s.excludePorts) args.push('--exclude-ports', s.excludePorts);
+  if (s.excludeCidrs.length > 0) args.push('--exclude-cidrs', s.excludeCidrs.join(','));
+  if (s.captureBackend) args.push('--backend', s.captureBackend);
+  return [...args, ...configArgs];
+}
+
+function probe(kind: 'ready' | 'live') {
+  return { exec: { command: ['dpg', 'probe', kind, ...configArgs] } };
+}
+
+function proxyEnv(s: InjectionSettings): IEnvVar[] {
+  const env: IEnvVar[] = [
+    { name: 'NODE_ENV', value: 'production' },
+    { name: 'DPG_DATA_DIR', value: PATH.data },
+  ];
+  if (s.captureMode === 'transparent') env.push({ name: 'DPG_TRANSPARENT_ADDR', value: TRANSPARENT_ADDR });
+  else env.push({ name: 'DPG_PROXY_ADDR', value: FORWARD_PROXY_ADDR });
+  if (s.keyringSecret) {
+    env.push({ name: 'DPG_KEYRING', valueFrom: { secretKeyRef: { name: s.keyringSecret, key: 'keyring.yaml' } } });
+  }
+  return env;
+}
+
+function resources(s: InjectionSettings) {
+  const pick = (r: { cpu?: string; memory?: string }) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined));
+  const out: { requests?: Record<string, string>; limits?: Record<string, string> } = {};
+  const requests = pick(s.resources.requests);
+  const limits = pick(s.resources.limits);
+  if (Object.keys(requests).length > 0) out.requests = requests;
+  if (Object.keys(limits).length > 0) out.limits = limits;
+  return out;
+}
+
+/** Builds what injection adds to a pod with these settings. */
+export function buildParts(s: InjectionSettings, image: ImageOptions): InjectedParts {
+  const pull = image.imagePullPolicy ? { imagePullPolicy: image.imagePullPolicy } : {};
+  const initContainers: IContainer[] = [];
+  const containers: IContainer[] = [];
+
+  if (s.captureMode === 'transparent') {
+    initContainers.push({
+      name: CONTAINER.capture,
+      image: image.image,
+      ...pull,
+      args: captureArgs(s),
+      // iptables-legacy takes a lock file; the root filesystem stays read-only.
+      env: [{ name: 'XTABLES_LOCKFILE', value: `${PATH.captureTmp}/xtables.lock` }],
+      volumeMounts: [...configMounts(), { name: VOLUME.captureTmp, mountPath: PATH.captureTmp }],
+      resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+      securityContext: lockedDown(0, ['NET_ADMIN', 'NET_RAW']),
+    });
+  }
+
+  initContainers.push({
+    name: CONTAINER.trust,
+    image: image.image,
+    ...pull,
+    args: ['ca', 'bundle', '--out', PATH.trust, ...configArgs],
+    env: [{ name: 'DPG_DATA_DIR', value: PATH.data }],
+    volumeMounts: [...configMounts(), ...dataMounts(s), { name: VOLUME.trust, mountPath: PATH.trust }],
+    resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+    securityContext: lockedDown(GATEWAY_UID, []),
+  });
+
+  const proxy: IContainer = {
+    name: CONTAINER.proxy,
+    image: image.image,
+    ...pull,
+    args: ['serve', ...configArgs],
+    env: proxyEnv(s),
+    volumeMounts: [...configMounts(), ...dataMounts(s)],
+    resources: resources(s),
+    securityContext: lockedDown(GATEWAY_UID, []),
+  };
+  if (s.nativeSidecar) {
+    initContainers.push({
+      ...proxy,
+      restartPolicy: 'Always',
+      // The app and the user's init containers start only once this succeeds.
+      startupProbe: { ...probe('ready'), periodSeconds: 1, timeoutSeconds: 5, failureThreshold: 120 },
+      readinessProbe: { ...probe('ready'), periodSeconds: 15, timeoutSeconds: 5, failureThreshold: 2 },
+      livenessProbe: { ...probe('live'), periodSeconds: 30, timeoutSeconds: 5, failureThreshold: 3 },
+    });
+  } else {
+    // Before 1.29: the kubelet starts containers in order and waits for each postStart hook, so
+    // the app's containers start only once the gateway answers.
+    containers.push({
+      ...proxy,
+      lifecycle: { postStart: { exec: { command: ['dpg', 'probe', 'ready', '--wait', '120', ...configArgs] } } },
+      readinessProbe: { ...probe('ready'), periodSeconds: 15, timeoutSeconds: 5, failureThreshold: 2 },
+      livenessProbe: { ...probe('live'), initialDelaySeconds: 10, periodSeconds: 30, timeoutSeconds: 5, failureThreshold: 3 },
+    });
+  }
+
+  const volumes: IVolume[] = [
+    { name: VOLUME.config, configMap: { name: s.configMap, items: [{ key: 'gateway.yaml', path: 'gateway.yaml' }] } },
+    { name: VOLUME.manifests, configMap: { name: s.manifestsMap } },
+    // Memory-backed: the CA key never touches the node's disk.
+    { name: VOLUME.data, emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
+    { name: VOLUME.trust, emptyDir: { medium: 'Memory', sizeLimit: '4Mi' } },
+  ];
+  if (s.captureMode === 'transparent') volumes.push({ name: VOLUME.captureTmp, emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } });
+  // 0444 on files only the dpg containers mount: Kubernetes makes Secret files root-owned, and the
+  // gateway runs as 10001 without touching the pod's fsGroup.
+  if (s.caSecret) volumes.push({ name: VOLUME.ca, secret: { secretName: s.caSecret, defaultMode: 0o444 } });
+  return { initContainers, containers, volumes };
+}
+
+/** Variables every CA-trusting container gets, unless it sets them itself. */
+export function trustEnv(): IEnvVar[] {
+  return [
+    { name: 'NODE_EXTRA_CA_CERTS', value: TRUST_FILE.ca },
+    { name: 'SSL_CERT_FILE', value: TRUST_FILE.bundle },
+    { name: 'REQUESTS_CA_BUNDLE', value: TRUST_FILE.bundle },
+    { name: 'CURL_CA_BUNDLE', value: TRUST_FILE.bundle },
+    {
+      name: 'JAVA_TOOL_OPTIONS',
+      value: `-Djavax.net.ssl.trustStore=${TRUST_FILE.truststore} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit`,
+    },
+  ];
+}
+
+/** In env-proxy mode: the forward proxy for every HTTP(S) client that honours the variables. */
+export function proxyVariables(s: InjectionSettings): IEnvVar[] {
+  const proxy = `http://${FORWARD_PROXY_ADDR}`;
+  const noProxy = ['localhost', '127.0.0.1', '::1', ...s.excludeCidrs].join(',');
+  return [
+    { name: 'HTTP_PROXY', value: proxy },
+    { name: 'HTTPS_PROXY', value: proxy },
+    { name: 'http_proxy', value: proxy },
+    { name: 'https_proxy', value: proxy },
+    { name: 'NO_PROXY', value: noProxy },
+    { name: 'no_proxy', value: noProxy },
+  ];
+}
+
+export const TRUST_MOUNT: IVolumeMount = { name: VOLUME.trust, mountPath: PATH.trust, readOnly: true };

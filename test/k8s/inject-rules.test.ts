@@ -1,0 +1,162 @@
+// The rules inject() enforces, case by case: what it refuses (with a message that says why and what
+// to do), what it leaves alone, how annotations are read, and that a forged status cannot make it
+// remove anything that is not its own.
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { inject, type JsonObject } from '../../src/k8s/inject.ts';
+import { injectorOptions } from '../../src/k8s/options.ts';
+import { applyAnnotations, BUILT_IN_DEFAULTS, canonicalCidrs, canonicalPorts } from '../../src/k8s/settings.ts';
+import { testOptions } from './helpers/options.ts';
+
+const options = testOptions();
+
+function pod(spec: JsonObject, annotations?: Record<string, string>, labels?: Record<string, string>): JsonObject {
+  const metadata: JsonObject = { name: 'p' };
+  if (annotations) metadata.annotations = annotations;
+  if (labels) metadata.labels = labels;
+  return { metadata, spec };
+}
+const app = (extra: JsonObject = {}) => ({ name: 'app', image: 'registry.example/app:1', ...extra });
+
+function problemsOf(template: JsonObject): string[] {
+  const r = inject(template, options);
+  assert.equal(r.outcome, 'refused', `expected a refusal, got ${r.outcome}`);
+  return r.outcome === 'refused' ? [...r.problems] : [];
+}
+
+describe('inject() refuses what it cannot protect', () => {
+  const cases: [string, JsonObject, RegExp][] = [
+    ['an app container running as UID 10001', pod({ containers: [app({ securityContext: { runAsUser: 10001 } })] }), /"app" runs as UID 10001.*bypass capture/],
+    ['a pod-level runAsUser of 10001 the container inherits', pod({ securityContext: { runAsUser: 10001 }, containers: [app()] }), /"app" runs as UID 10001/],
+    ['an init container running as UID 10001', pod({ initContainers: [{ name: 'init', image: 'i', securityContext: { runAsUser: 10001 } }], containers: [app()] }), /"init" runs as UID 10001/],
+    ['a container named like the gateway', pod({ containers: [app(), { name: 'dpg-proxy', image: 'fake' }] }), /"dpg-proxy" is reserved/],
+    ['a volume named like the gateway', pod({ containers: [app()], volumes: [{ name: 'dpg-data', emptyDir: {} }] }), /volume name "dpg-data" is reserved/],
+    ['an unknown dpg.io annotation, with a suggestion', pod({ containers: [app()] }, { 'dpg.io/exclude-outbound-port': '5432' }), /unknown annotation \(did you mean dpg\.io\/exclude-outbound-ports\?\)/],
+    ['a port out of range', pod({ containers: [app()] }, { 'dpg.io/exclude-outbound-ports': '5432,70000' }), /ports 1-65535/],
+    ['a flag smuggled into a CIDR list', pod({ containers: [app()] }, { 'dpg.io/exclude-outbound-cidrs': '10.0.0.0/8,--remove' }), /IPv4\/IPv6 addresses or CIDRs/],
+    ['a bad capture mode', pod({ containers: [app()] }, { 'dpg.io/capture-mode': 'iptables' }), /'transparent' or 'env-proxy'/],
+    ['a bad quantity', pod({ containers: [app()] }, { 'dpg.io/proxy-memory-limit': 'lots' }), /Kubernetes quantity/],
+    ['a ConfigMap name that is not one', pod({ containers: [app()] }, { 'dpg.io/config': 'Gateway Config' }), /ConfigMap name/],
+    ['ca-containers naming a container that does not exist', pod({ containers: [app()] }, { 'dpg.io/ca-containers': 'app,ap' }), /no container named "ap"/],
+    ['the legacy layout for a run-to-completion pod', pod({ restartPolicy: 'Never', containers: [app()] }, { 'dpg.io/native-sidecar': 'false' }), /run-to-completion pod.*keep it running forever/],
+  ];
+  for (const [what, template, message] of cases) {
+    it(what, () => {
+      const problems = problemsOf(template);
+      assert.ok(problems.some((p) => message.test(p)), problems.join('\n'));
+    });
+  }
+
+  it('reports every problem at once', () => {
+    const problems = problemsOf(pod({ containers: [app({ securityContext: { runAsUser: 10001 } })] }, { 'dpg.io/capture-mode': 'x', 'dpg.io/nope': 'y' }));
+    assert.equal(problems.length, 3);
+  });
+
+  it('a refused pod comes back unchanged', () => {
+    const template = pod({ containers: [app({ securityContext: { runAsUser: 10001 } })] });
+    assert.deepEqual(inject(template, options).template, template);
+  });
+});
+
+describe('inject() leaves some pods alone', () => {
+  for (const [what, template, reason] of [
+    ['opted out by label', pod({ containers: [app()] }, undefined, { 'dpg.io/inject': 'disabled' }), /opted out/],
+    ['hostNetwork', pod({ hostNetwork: true, containers: [app()] }), /hostNetwork/],
+    ['Windows', pod({ os: { name: 'windows' }, containers: [app()] }), /Windows/],
+  ] as [string, JsonObject, RegExp][]) {
+    it(what, () => {
+      const r = inject(template, options);
+      assert.equal(r.outcome, 'skipped');
+      assert.match(r.outcome === 'skipped' ? r.reason : '', reason);
+      assert.deepEqual(r.template, template);
+    });
+  }
+});
+
+describe('hostile input', () => {
+  it('names that are Object.prototype properties are plain data (admission runs before validation)', () => {
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      const template = JSON.parse(
+        `{"metadata":{"annotations":{"__proto__":"x","dpg.io/status":"{\\"version\\":\\"1\\",\\"configHash\\":\\"x\\",\\"initContainers\\":[],\\"containers\\":[],\\"volumes\\":[],\\"env\\":{},\\"trustMounts\\":[]}"}},"spec":{"containers":[{"name":"${name}","image":"x","env":[{"name":"A","value":"b"}]}]}}`,
+      ) as JsonObject;
+      const once = inject(template, options);
+      assert.equal(once.outcome, 'injected', name);
+      assert.deepEqual(inject(once.template, options).template, once.template, name);
+      assert.equal(Object.getPrototypeOf({}), Object.prototype);
+    }
+  });
+});
+
+describe('status annotation', () => {
+  it('a forged status cannot remove the pod’s own containers, volumes or variables', () => {
+    const forged = JSON.stringify({
+      version: '9',
+      configHash: 'x',
+      captureMode: 'transparent',
+      nativeSidecar: true,
+      initContainers: ['migrate'],
+      containers: ['app'],
+      volumes: ['data'],
+      env: { app: ['DATABASE_URL', 'SSL_CERT_FILE'] },
+      trustMounts: ['app'],
+    });
+    const template = pod(
+      {
+        initContainers: [{ name: 'migrate', image: 'm' }],
+        containers: [app({ env: [{ name: 'DATABASE_URL', value: 'postgres://db' }], volumeMounts: [{ name: 'data', mountPath: '/data' }] })],
+        volumes: [{ name: 'data', emptyDir: {} }],
+      },
+      { 'dpg.io/status': forged },
+    );
+    const r = inject(template, options);
+    assert.equal(r.outcome, 'injected');
+    const spec = r.template.spec as { initContainers: JsonObject[]; containers: JsonObject[]; volumes: JsonObject[] };
+    assert.ok(spec.initContainers.some((c) => c.name === 'migrate'));
+    const mine = spec.containers.find((c) => c.name === 'app')!;
+    assert.ok((mine.env as JsonObject[]).some((e) => e.name === 'DATABASE_URL'));
+    assert.ok(spec.volumes.some((v) => v.name === 'data'));
+  });
+
+  it('an unreadable status is dropped and the pod injected normally', () => {
+    const r = inject(pod({ containers: [app()] }, { 'dpg.io/status': '{not json' }), options);
+    assert.equal(r.outcome, 'injected');
+  });
+
+  it('records the version and a hash that changes with the settings and the image', () => {
+    const a = inject(pod({ containers: [app()] }), options);
+    const b = inject(pod({ containers: [app()] }, { 'dpg.io/exclude-outbound-ports': '5432' }), options);
+    const c = inject(pod({ containers: [app()] }), injectorOptions({ image: 'registry.example/dpg:9' }, '9.9.9').options!);
+    assert.ok(a.outcome === 'injected' && b.outcome === 'injected' && c.outcome === 'injected');
+    assert.equal(a.status.version, '0.0.0-test');
+    assert.equal(c.status.version, '9.9.9');
+    assert.notEqual(a.status.configHash, b.status.configHash);
+    assert.notEqual(a.status.configHash, c.status.configHash);
+  });
+});
+
+describe('settings', () => {
+  it('ports and CIDRs come out canonical', () => {
+    assert.equal(canonicalPorts(' 443, 80,443 ', false), '80,443');
+    assert.equal(canonicalPorts('*', true), '*');
+    assert.deepEqual(canonicalPorts('*', false), { error: 'must be a comma-separated list of ports 1-65535' });
+    assert.deepEqual(canonicalCidrs('10.0.0.0/8, 169.254.169.254, FD00::/8'), ['10.0.0.0/8', '169.254.169.254/32', 'fd00::/8']);
+    assert.ok(!Array.isArray(canonicalCidrs('10.0.0.0/33')));
+    assert.ok(!Array.isArray(canonicalCidrs('example.com')));
+  });
+
+  it('pod annotations override the injector defaults; other prefixes are ignored', () => {
+    const { options: withDefault } = injectorOptions({ defaults: ['dpg.io/keyring=platform', 'dpg.io/capture-mode=env-proxy'] }, '1');
+    const { settings, problems } = applyAnnotations(withDefault!.defaults, { 'dpg.io/keyring': 'team', 'example.com/x': 'y' });
+    assert.deepEqual(problems, []);
+    assert.equal(settings.keyringSecret, 'team');
+    assert.equal(settings.captureMode, 'env-proxy');
+    assert.equal(BUILT_IN_DEFAULTS.captureMode, 'transparent');
+  });
+
+  it('bad injector flags are problems, not guesses', () => {
+    const { options: none, problems } = injectorOptions({ image: 'has space', imagePullPolicy: 'Sometimes', defaults: ['keyring=x', 'dpg.io/capture-mode=x'] }, '1');
+    assert.equal(none, undefined);
+    assert.equal(problems.length, 4, problems.join('\n'));
+  });
+});
