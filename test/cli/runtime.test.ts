@@ -301,6 +301,16 @@ describe('dpg serve start-up failures and dpg probe', () => {
     sidecar.kill('SIGTERM');
     assert.equal(await exited(sidecar), 0);
     assert.equal(existsSync(join(data, 'identity')), true, 'the default config started identity');
+
+    // --wait: one command that waits for start-up (the legacy injection's postStart hook).
+    const started = Date.now();
+    assert.equal(dpg(['probe', 'ready', '-q', '--wait', '1', '-c', SIDECAR], { env }).code, 1, 'nothing running: no after the wait');
+    assert.ok(Date.now() - started >= 900, 'it kept asking for the whole wait');
+    const waiting = spawn(process.execPath, [BIN, 'probe', 'ready', '--wait', '60', '-c', SIDECAR], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const late = await serve(SIDECAR, env);
+    assert.equal(await exited(waiting), 0, 'yes as soon as the gateway is ready');
+    late.kill('SIGTERM');
+    assert.equal(await exited(late), 0);
   });
 
   it('the sidecar profile starts no identity service, and the compiled proxy protects a routed request', async () => {

@@ -11,6 +11,7 @@ import { integerFlag, parseFlags, UsageError, type Command, type FlagSpec } from
 const options = {
   config: { type: 'string', short: 'c', value: 'FILE', help: 'config of the gateway to ask (default DPG_CONFIG, else config/gateway.yaml)' },
   timeout: { type: 'string', value: 'MS', help: 'give up after this many milliseconds (default 2000)' },
+  wait: { type: 'string', short: 'w', value: 'SECONDS', help: 'keep asking (every 250 ms) until the answer is yes or SECONDS have passed' },
   quiet: { type: 'boolean', short: 'q', help: 'print nothing, only the exit code' },
 } satisfies FlagSpec;
 
@@ -43,17 +44,20 @@ function get(host: string, port: number, path: string, timeoutMs: number): Promi
 export const probeCommand: Command = {
   name: 'probe',
   summary: 'exit 0 when the running gateway is ready (or alive), 1 otherwise',
-  usage: `dpg probe ready|live [--config FILE] [--timeout MS]
+  usage: `dpg probe ready|live [--config FILE] [--timeout MS] [--wait SECONDS]
     Asks the gateway started with the same config (and DPG_*_ADDR variables) whether it is
     ready (GET /readyz) or alive (GET /healthz). For Kubernetes exec probes and HEALTHCHECK.`,
   options,
   details: `It asks the HTTP API's address; in the sidecar profile (http.enabled: false) the egress
-proxy's address, which answers the same two paths. A listener on port 0 cannot be probed.`,
+proxy's address, which answers the same two paths. A listener on port 0 cannot be probed.
+--wait makes one command wait for start-up (a postStart hook, a script): it exits 0 at the first
+yes and 1 when the time is up.`,
   async run(args, io) {
     const { values, positionals } = parseFlags(args, options);
     const kind = positionals[0];
     if (positionals.length !== 1 || (kind !== 'ready' && kind !== 'live')) throw new UsageError('probe takes one argument: ready or live');
     const timeoutMs = integerFlag(values.timeout, 'timeout', { min: 1, max: 600_000 }) ?? 2000;
+    const waitSeconds = integerFlag(values.wait, 'wait', { min: 0, max: 3600 });
     const say = (line: string) => {
       if (!values.quiet) io.stdout.write(`${line}\n`);
     };
@@ -72,17 +76,25 @@ proxy's address, which answers the same two paths. A listener on port 0 cannot b
     }
     const path = kind === 'ready' ? '/readyz' : '/healthz';
     const where = `${target.listener} ${host.includes(':') ? `[${host}]` : host}:${port}`;
-    try {
-      const status = await get(connectHost(host), port, path, timeoutMs);
-      if (status === 200) {
-        say(`${kind}: ${where}`);
-        return 0;
+    const deadline = waitSeconds === undefined ? 0 : Date.now() + waitSeconds * 1000;
+    for (;;) {
+      let answer: string;
+      try {
+        const status = await get(connectHost(host), port, path, timeoutMs);
+        if (status === 200) {
+          say(`${kind}: ${where}`);
+          return 0;
+        }
+        answer = `answered ${status}`;
+      } catch (err) {
+        answer = (err as NodeJS.ErrnoException).code ?? 'no answer';
       }
-      say(`not ${kind}: ${where} answered ${status}`);
-      return 1;
-    } catch (err) {
-      say(`not ${kind}: ${where}: ${(err as NodeJS.ErrnoException).code ?? 'no answer'}`);
-      return 1;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        say(`not ${kind}: ${where}: ${answer}`);
+        return 1;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250, left)));
     }
   },
 };
