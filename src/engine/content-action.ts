@@ -61,14 +61,9 @@ export class ContentFieldAction implements FieldAction {
   }
 
   apply(value: Scalar, location: string | (() => string)): Scalar {
-    if (typeof value === 'number') return this.applyNumber(value, location);
-    if (typeof value !== 'string' || value.length < 4) return value;
-    try {
-      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
-    } catch (err) {
-      if (!(err instanceof DetectedFailure)) throw err;
-      return this.run.fail(() => `${typeof location === 'string' ? location : location()} (detected ${err.kind})`, err.reason);
-    }
+    const out = this.protect(value);
+    if (!(out instanceof DetectedFailure)) return out;
+    return this.fail(typeof location === 'string' ? () => location : location, out);
   }
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
@@ -76,23 +71,34 @@ export class ContentFieldAction implements FieldAction {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
-      out[i] = this.apply(v, () => location(i));
+      // No location thunk per cell: one is made only for a cell that fails.
+      const r = this.protect(v);
+      out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
     return out;
   }
 
-  /** A JSON number can only be a whole card number (the other kinds need separators or letters). */
-  private applyNumber(value: number, location: string | (() => string)): Scalar {
-    if (!Number.isSafeInteger(value) || value < 1e11) return value;
-    if (this.mode === 'decrypt') return value;
-    const kind = this.scanner.wholeKind(String(value));
-    if (kind === undefined) return value;
+  /** The protected value, or the failure of one of its detected values (never thrown past here). */
+  private protect(value: Scalar): Scalar | DetectedFailure {
     try {
-      return this.one(kind, value);
+      if (typeof value === 'number') return this.protectNumber(value);
+      if (typeof value !== 'string' || value.length < 4) return value;
+      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
     } catch (err) {
-      if (!(err instanceof DetectedFailure)) throw err;
-      return this.run.fail(() => `${typeof location === 'string' ? location : location()} (detected ${kind})`, err.reason);
+      if (err instanceof DetectedFailure) return err;
+      throw err;
     }
+  }
+
+  private fail(location: () => string, failure: DetectedFailure): Scalar {
+    return this.run.fail(() => `${location()} (detected ${failure.kind})`, failure.reason);
+  }
+
+  /** A JSON number can only be a whole card number (the other kinds need separators or letters). */
+  private protectNumber(value: number): Scalar {
+    if (!Number.isSafeInteger(value) || value < 1e11 || this.mode === 'decrypt') return value;
+    const kind = this.scanner.wholeKind(String(value));
+    return kind === undefined ? value : this.one(kind, value);
   }
 
   private forwardText(text: string): Scalar {
