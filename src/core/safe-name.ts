@@ -45,6 +45,9 @@ const SAFE_LOCATION = new RegExp(
     .replace(/$/, ')$'),
 );
 
+/** ` (detected card)`: our own words, appended to a field's location for a value found by content. */
+const DETECTED_SUFFIX = / \(detected (?:card|email|phone|iban|ssn|ipAddress|token)\)$/;
+
 /**
  * A failure location fit for a response or a log: unchanged when it has one of the documented
  * shapes with plain names; otherwise only its leading kind survives (`form.jane.doe@example.com`
@@ -53,6 +56,9 @@ const SAFE_LOCATION = new RegExp(
  * fields, query parameters) cannot carry a client's name out either.
  */
 export function safeLocation(location: string): string {
+  // A value found by content carries its kind after the field's location (docs/detection.md).
+  const detected = DETECTED_SUFFIX.exec(location);
+  if (detected !== null) return safeLocation(location.slice(0, detected.index)) + detected[0];
   if (location.length <= 512 && SAFE_LOCATION.test(location)) return location;
   const kind = /^(\$|[A-Za-z_][A-Za-z0-9_-]{0,63})[.[]/.exec(location)?.[1];
   return kind === undefined ? WITHHELD : `${kind}.${WITHHELD}`;

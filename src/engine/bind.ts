@@ -10,6 +10,8 @@ import type { CompiledField, CompiledManifest, CompiledRule } from '../manifest/
 import { normalizeName } from '../manifest/selectors.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import { scopeOf, type KeyService } from './keys.ts';
+import { ContentFieldAction, type BoundKind, type ContentMode } from './content-action.ts';
+import type { DetectKind } from '../detect/kinds.ts';
 import type { PreparedJob } from './types.ts';
 
 /** Failures listed in a response or error; more are counted but not listed. */
@@ -20,7 +22,7 @@ export interface BindLimits {
 }
 
 /** Mutable bookkeeping of one request. */
-class RunState {
+export class RunState {
   readonly summary: ProtectSummary = { protected: 0, failed: 0, failures: [] };
   readonly protectNull: boolean;
   readonly standIn: string;
@@ -149,22 +151,33 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
   const at = reverse ? (ctx.snapshotDate ?? deps.now()) : deps.now();
   const bound = new Map<CompiledField, FieldAction | null>();
 
+  /** The field's rule for this job type and context, bound to the request's keys. */
+  const bindRule = (field: CompiledField): { rule: CompiledRule; technique: BoundTechnique } | undefined => {
+    const rule = pickRule(field.rules.get(ruleJob), ctx);
+    if (!rule) return undefined;
+    const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at, !reverse);
+    const technique = rule.compiled.bind({
+      keys,
+      preserveStringLength: ctx.preserveStringLength === true,
+      restrictedText: ctx.useRestrictedText ? (ctx.restrictedText ?? '') : undefined,
+    });
+    return { rule, technique };
+  };
+
   const bindField = (field: CompiledField): FieldAction | null => {
     let action = bound.get(field);
     if (action !== undefined) return action;
-    action = null;
-    const rule = pickRule(field.rules.get(ruleJob), ctx);
-    if (rule) {
-      const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at, !reverse);
-      const technique = rule.compiled.bind({
-        keys,
-        preserveStringLength: ctx.preserveStringLength === true,
-        restrictedText: ctx.useRestrictedText ? (ctx.restrictedText ?? '') : undefined,
-      });
-      action = makeAction(run, technique, rule, reverse);
-    }
+    const ruled = bindRule(field);
+    action = ruled ? makeAction(run, ruled.technique, ruled.rule, reverse) : null;
     bound.set(field, action);
     return action;
+  };
+
+  // Fields no selector claims get the content action, built on first use.
+  let content: FieldAction | null | undefined;
+  const contentAction = (): FieldAction | null => {
+    if (content === undefined) content = bindContent(manifest, job, run, bindRule);
+    return content;
   };
 
   const byRawName = new Map<string, FieldAction | null>();
@@ -178,11 +191,12 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
       let action = byRawName.get(name);
       if (action === undefined) {
         const field = manifest.byName.get(normalizeName(name));
-        action = field ? bindField(field) : null;
+        action = field ? bindField(field) : contentAction();
         byRawName.set(name, action);
       }
       return action ?? undefined;
     },
+    contentAction: () => contentAction() ?? undefined,
   };
 
   return {
@@ -196,6 +210,39 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
       if (run.summary.failed > 0 && ctx.silentMode !== true) throw notProtectable(run);
     },
   };
+}
+
+/** The content-detection action of a request, or null when the manifest detects nothing for this job. */
+function bindContent(
+  manifest: CompiledManifest,
+  job: JobSpec,
+  run: RunState,
+  bindRule: (field: CompiledField) => { rule: CompiledRule; technique: BoundTechnique } | undefined,
+): FieldAction | null {
+  const detection = manifest.detection;
+  if (!detection) return null;
+  const ruleJob: ForwardJobType = job.jobType === 'Reconstruct' ? 'Pseudonymise' : job.jobType === 'Decrypt' ? 'Encrypt' : (job.jobType as ForwardJobType);
+  const scanner = detection.scanners.get(ruleJob);
+  if (!scanner) return null;
+  const kinds = new Map<DetectKind, BoundKind>();
+  for (const kind of scanner.kinds) {
+    const field = detection.byKind.get(kind)!;
+    const rule = pickRule(field.rules.get(ruleJob), job.context);
+    if (!rule) continue;
+    // Bound on first use: most requests meet few kinds, and binding FPE prepares ciphers.
+    let technique: BoundTechnique | undefined;
+    kinds.set(kind, {
+      kind,
+      removes: rule.technique.removesField,
+      get technique() {
+        return (technique ??= bindRule(field)!.technique);
+      },
+    });
+  }
+  if (kinds.size === 0) return null;
+  const mode: ContentMode =
+    job.jobType === 'Reconstruct' ? 'reconstruct' : job.jobType === 'Decrypt' ? 'decrypt' : job.jobType === 'Pseudonymise' ? 'pseudonymise' : 'forward';
+  return new ContentFieldAction(run, scanner, detection.inText, kinds, mode);
 }
 
 function pickRule(rules: readonly CompiledRule[] | undefined, ctx: JobSpec['context']): CompiledRule | undefined {

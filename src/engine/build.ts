@@ -49,6 +49,11 @@ export function buildEngine(config: GatewayConfig, logger?: Logger, options: Key
     limits: config.limits,
     ...(logger ? { logger } : {}),
   });
+  // Manifest warnings (job-type gaps, implicit key names) do not stop a gateway: say them once at start.
+  for (const name of engine.manifestNames()) {
+    const warnings = engine.manifest(name)!.warnings;
+    if (warnings.length > 0) logger?.warn({ manifest: name, warnings: warnings.map((w) => `${w.line ?? '?'}: ${w.message}`) }, 'manifest warnings (see dpg validate)');
+  }
   return { engine, keyring };
 }
 

@@ -25,6 +25,13 @@ export interface FieldAction {
   apply(value: Scalar, location: string | (() => string)): Scalar;
   /** The same for many values at once (a column): lets batched ciphers (FF1) do one pass. */
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[];
+  /**
+   * True for the action the engine gives fields no selector claims when the manifest detects by
+   * content (cards, emails, phones… found in whole values and inside text). Beneath a matched
+   * field (a JSON object under a matched key, an XML element inside a matched one) a codec keeps
+   * the matched field's action instead: a matched ancestor covers everything beneath it.
+   */
+  readonly byContent?: boolean;
 }
 
 /**
@@ -37,6 +44,20 @@ export interface FieldResolver {
   resolve(name: string, path?: string): FieldAction | undefined;
   /** false when no selector of the plan uses an exact path: codecs can skip building paths. */
   readonly usesPaths: boolean;
+  /**
+   * The content-detection action for values that belong to no named field (a JSON document's root
+   * scalars, SQL literals bound to no column); undefined when the manifest detects nothing.
+   */
+  contentAction?(): FieldAction | undefined;
+}
+
+/**
+ * The action for a field beneath an ancestor's action: the field's own rule wins, except the
+ * content-detection action, which never replaces a matched ancestor's rule.
+ */
+export function innerAction(own: FieldAction | undefined, inherited: FieldAction | undefined): FieldAction | undefined {
+  if (own === undefined) return inherited;
+  return own.byContent === true && inherited !== undefined ? inherited : own;
 }
 
 /** Options a codec needs from the request. */

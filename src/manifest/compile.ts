@@ -4,6 +4,8 @@
 import { FORWARD_JOB_TYPES, REVERSE_OF, type ForwardJobType, type JobType, type RequestContext } from '../core/types.ts';
 import type { ConfigProblem } from '../core/errors.ts';
 import type { CompiledTechnique, Technique } from '../techniques/technique.ts';
+import { ContentScanner } from '../detect/scanner.ts';
+import type { DetectKind } from '../detect/kinds.ts';
 import type { ConditionDef, FieldDef, ManifestDef, RuleDef } from './definition.ts';
 import { PathMatcher, normalizeName } from './selectors.ts';
 
@@ -38,9 +40,20 @@ export interface CompiledManifest {
   readonly byPath: PathMatcher<CompiledField>;
   /** Job types this manifest can run, reverse ones included. */
   readonly jobTypes: ReadonlySet<JobType>;
+  /** Detection by content for fields no selector claims; undefined when the manifest has no `detect`. */
+  readonly detection: CompiledDetection | undefined;
   /** Job-type gaps found at load (warnings; a strict manifest refuses to load instead). */
   readonly warnings: readonly ConfigProblem[];
   explain(): string[];
+}
+
+export interface CompiledDetection {
+  /** The field whose rules (and keys) each detected kind takes. */
+  readonly byKind: ReadonlyMap<DetectKind, CompiledField>;
+  /** Also values inside longer text, not only whole values. */
+  readonly inText: boolean;
+  /** Per forward job type, a scanner for the kinds that have a rule for it (none: nothing to look for). */
+  readonly scanners: ReadonlyMap<ForwardJobType, ContentScanner>;
 }
 
 export function compileManifest(def: ManifestDef): CompiledManifest {
@@ -48,13 +61,15 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
   const byName = new Map<string, CompiledField>();
   const byPath = new PathMatcher<CompiledField>();
   const jobTypes = new Set<JobType>();
+  const byKind = new Map<DetectKind, CompiledField>();
 
   for (const fieldDef of def.fields) {
     const field = compileField(def.name, fieldDef);
     fields.push(field);
     if (fieldDef.selector.kind === 'name') {
       for (const n of fieldDef.selector.names) byName.set(normalizeName(n), field);
-    } else byPath.add(fieldDef.selector.path, field);
+    } else if (fieldDef.selector.kind === 'path') byPath.add(fieldDef.selector.path, field);
+    if (fieldDef.detects !== undefined) byKind.set(fieldDef.detects, field);
     for (const job of field.rules.keys()) jobTypes.add(job);
   }
   for (const [reverse, forward] of Object.entries(REVERSE_OF)) {
@@ -70,17 +85,29 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
     byName,
     byPath,
     jobTypes,
+    detection: def.detect ? compileDetection(byKind, def.detect.inText) : undefined,
     warnings: def.warnings ?? [],
     explain: () => explainManifest(manifest),
   };
   return Object.freeze(manifest);
 }
 
+function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText: boolean): CompiledDetection {
+  const scanners = new Map<ForwardJobType, ContentScanner>();
+  for (const job of FORWARD_JOB_TYPES) {
+    const kinds = [...byKind].filter(([, field]) => field.rules.has(job)).map(([kind]) => kind);
+    if (kinds.length > 0) scanners.set(job, new ContentScanner(kinds));
+  }
+  return Object.freeze({ byKind, inText, scanners });
+}
+
 function compileField(manifest: string, def: FieldDef): CompiledField {
-  const implicitId = def.selector.kind === 'name' ? `name:${normalizeName(def.selector.names[0]!)}` : `path:${def.selector.path}`;
+  const s = def.selector;
+  const implicitId = s.kind === 'name' ? `name:${normalizeName(s.names[0]!)}` : s.kind === 'path' ? `path:${s.path}` : `kind:${s.detected.toLowerCase()}`;
   const id = def.keyName !== undefined ? `name:${normalizeName(def.keyName)}` : implicitId;
   const selectorText =
-    (def.selector.kind === 'name' ? `match ${def.selector.names.join(', ')}` : `path ${def.selector.path}`) +
+    (s.kind === 'name' ? `match ${s.names.join(', ')}` : s.kind === 'path' ? `path ${s.path}` : `kind ${s.detected}`) +
+    (def.detects !== undefined && s.kind !== 'detected' ? ` (kind ${def.detects})` : '') +
     (def.keyName !== undefined ? ` (keyName ${def.keyName})` : '');
   const env = { manifest, field: id };
   const compileRule = (rule: RuleDef, when: Condition | undefined): CompiledRule => ({
@@ -143,6 +170,9 @@ export function isCrossBorder(ctx: RequestContext): boolean {
 function explainManifest(m: CompiledManifest): string[] {
   const lines = [`manifest ${m.name}${m.description ? ` — ${m.description}` : ''} (${m.file})`];
   lines.push(`  job types: ${[...m.jobTypes].join(', ')}`);
+  if (m.detection) {
+    lines.push(`  detect ${[...m.detection.byKind.keys()].join(', ')} in unclaimed fields (${m.detection.inText ? 'whole values and inside text' : 'whole values only'})`);
+  }
   for (const f of m.fields) {
     lines.push(`  ${f.selectorText}`);
     for (const [job, rules] of f.rules) {

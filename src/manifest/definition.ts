@@ -3,6 +3,7 @@
 
 import type { ConfigProblem } from '../core/errors.ts';
 import type { ForwardJobType } from '../core/types.ts';
+import type { DetectKind } from '../detect/kinds.ts';
 import type { Technique } from '../techniques/technique.ts';
 
 /** Request-context tests; every listed test must hold (AND); a list means "any of these". */
@@ -35,7 +36,9 @@ export interface OverrideDef {
 
 export type SelectorDef =
   | { readonly kind: 'name'; readonly names: readonly string[] }
-  | { readonly kind: 'path'; readonly path: string };
+  | { readonly kind: 'path'; readonly path: string }
+  /** A field entry with only `kind:`: rules for values detected by content, no name or path. */
+  | { readonly kind: 'detected'; readonly detected: DetectKind };
 
 export interface FieldDef {
   readonly selector: SelectorDef;
@@ -43,11 +46,23 @@ export interface FieldDef {
   /** Checked in order; the first whose condition holds replaces the rules it names. */
   readonly when: readonly OverrideDef[];
   readonly line?: number;
+  /** `kind: card`: values detected as this kind get this field's rules (and keys). */
+  readonly detects?: DetectKind;
+  /** Job types written `Keep`: left in clear on purpose (no gap warning). */
+  readonly keep?: readonly ForwardJobType[];
   /**
    * The field's key identity (keys and pseudonyms derive from it), compared like field names.
    * Absent: the first name of `match` (or the `path`), as before `keyName` existed.
    */
   readonly keyName?: string;
+}
+
+/** `detect:`: which kinds are looked for by content in fields no selector claims. */
+export interface DetectDef {
+  readonly kinds: readonly DetectKind[];
+  /** Also values inside longer text (default true); false: whole values only. */
+  readonly inText: boolean;
+  readonly line?: number;
 }
 
 export interface ManifestDef {
@@ -58,6 +73,9 @@ export interface ManifestDef {
   readonly fields: readonly FieldDef[];
   /** Source file, for messages. */
   readonly file: string;
+  readonly detect?: DetectDef;
+  /** `strict: true`: a field one job type protects and another leaves in clear is an error. */
+  readonly strict?: boolean;
   /** Problems that do not stop loading (job-type gaps when not strict). */
   readonly warnings?: readonly ConfigProblem[];
 }

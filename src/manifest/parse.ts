@@ -6,10 +6,15 @@ import type { ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, parseYaml, type YamlValue, type ParsedYaml } from '../core/yaml-reader.ts';
 import { techniqueFor, techniques } from '../techniques/registry.ts';
 import { TechniqueOptionError } from '../techniques/technique.ts';
-import type { ConditionDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
+import { DETECT_KINDS, parseDetectKind, type DetectKind } from '../detect/kinds.ts';
+import type { ConditionDef, DetectDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
+import { findGaps } from './gaps.ts';
 
-const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields'] as const;
-const FIELD_KEYS = ['match', 'path', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
+const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields', 'strict', 'detect'] as const;
+const FIELD_KEYS = ['match', 'path', 'kind', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
+const DETECT_KEYS = ['kinds', 'inText'] as const;
+/** The rule text that leaves a field in clear for a job type on purpose (no gap warning). */
+const KEEP = 'keep';
 const OVERRIDE_KEYS = ['if', ...FORWARD_JOB_TYPES] as const;
 const CONDITION_KEYS = ['countryCode', 'dataOwningCountryCode', 'crossBorder', 'thirdPartyId', 'dataUsageId', 'claims'] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -52,14 +57,71 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
     }
   }
   checkDuplicateSelectors(fields, root);
+  const strict = f.strict.present ? f.strict.boolean() : undefined;
+  const detect = f.detect.present ? parseDetect(f.detect) : undefined;
+  checkDetectedKinds(fields, detect, f.detect.present ? f.detect : root);
+  const gaps = findGaps(fields, file);
+  // Strict manifests refuse a job type that leaves in clear what another protects.
+  if (strict === true) sink.problems.push(...gaps);
   if (sink.problems.length > 0 || name === undefined) return { problems: sink.problems };
-  return { manifest: { name, description, keyId, fields, file, warnings: implicitKeyNameWarnings(fields, file) }, problems: [] };
+  return { manifest: { name, description, keyId, fields, file, detect, strict, warnings: [...(strict === true ? [] : gaps), ...implicitKeyNameWarnings(fields, file)] }, problems: [] };
+}
+
+/** `detect: [card, email]` or `detect: { kinds: [...], inText: false }`. */
+function parseDetect(v: YamlValue): DetectDef | undefined {
+  let kindsValue = v;
+  let inText = true;
+  if (v.isMap()) {
+    const d = v.fields(DETECT_KEYS);
+    if (!d.kinds.present) return v.problem('needs `kinds`: the kinds to detect');
+    kindsValue = d.kinds;
+    if (d.inText.present) inText = d.inText.boolean() ?? true;
+  } else if (!v.isSeq()) return v.problem(`must be a list of kinds (${DETECT_KINDS.join(', ')}) or a mapping with \`kinds\``);
+  const kinds: DetectKind[] = [];
+  for (const item of kindsValue.items()) {
+    const kind = readKind(item);
+    if (kind === undefined) continue;
+    if (kinds.includes(kind)) item.problem(`${kind} is listed twice`);
+    else kinds.push(kind);
+  }
+  if (kinds.length === 0 && kindsValue.isSeq()) return kindsValue.problem('must list at least one kind');
+  return { kinds, inText, line: v.line };
+}
+
+function readKind(v: YamlValue): DetectKind | undefined {
+  const text = v.string();
+  if (text === undefined) return undefined;
+  const kind = parseDetectKind(text);
+  if (kind === undefined) return v.problem(`unknown kind (expected one of: ${DETECT_KINDS.join(', ')})`);
+  return kind;
+}
+
+/** Every detected kind has exactly one field giving its rules, and every declared kind is detected. */
+function checkDetectedKinds(fields: readonly FieldDef[], detect: DetectDef | undefined, at: YamlValue): void {
+  const sink = at.sink;
+  const declared = new Map<DetectKind, FieldDef>();
+  for (const field of fields) {
+    if (field.detects === undefined) continue;
+    const first = declared.get(field.detects);
+    if (first) {
+      sink.problems.push({ file: sink.file, line: field.line, message: `kind ${field.detects} is given to two fields${first.line ? ` (first at line ${first.line})` : ''}` });
+      continue;
+    }
+    declared.set(field.detects, field);
+    if (!detect?.kinds.includes(field.detects)) {
+      sink.problems.push({ file: sink.file, line: field.line, message: `kind ${field.detects} is not listed under \`detect\`: add it there, or remove \`kind\`` });
+    }
+  }
+  for (const kind of detect?.kinds ?? []) {
+    if (!declared.has(kind)) at.problem(`detects ${kind} but no field has \`kind: ${kind}\` to say how it is protected`);
+  }
 }
 
 function parseField(v: YamlValue): FieldDef | undefined {
   if (!v.isMap()) return v.problem('each field must be a mapping with `match` or `path` and job type rules');
   const f = v.fields(FIELD_KEYS);
   let selector: SelectorDef | undefined;
+  const detects = f.kind.present ? readKind(f.kind) : undefined;
   if (f.match.present && f.path.present) f.path.problem('use either `match` or `path`, not both');
   else if (f.match.present) {
     const names = f.match.isSeq() ? f.match.items().map((i) => i.string()) : [f.match.string()];
@@ -72,9 +134,11 @@ function parseField(v: YamlValue): FieldDef | undefined {
       if (path === '') f.path.problem('must not be empty');
       else selector = { kind: 'path', path };
     }
-  } else v.problem('needs `match` (field name) or `path` (exact path)');
+  } else if (detects !== undefined) selector = { kind: 'detected', detected: detects };
+  else if (!f.kind.present) v.problem('needs `match` (field name), `path` (exact path) or `kind` (detected by content)');
 
-  const rules = parseRules(f);
+  const keep = FORWARD_JOB_TYPES.filter((job) => isKeep(f[job]));
+  const rules = parseRules(f, true);
   const when: OverrideDef[] = [];
   if (f.when.present) {
     for (const item of f.when.items()) {
@@ -84,13 +148,16 @@ function parseField(v: YamlValue): FieldDef | undefined {
         continue;
       }
       const condition = parseCondition(o.if);
-      const overrideRules = parseRules(o);
+      const overrideRules = parseRules(o, false);
       if (Object.keys(overrideRules).length === 0) item.problem('names no job type to override');
       if (condition) when.push({ condition, rules: overrideRules, line: item.line });
     }
   }
   if (Object.keys(rules).length === 0 && when.length === 0) {
     v.problem(`defines no rule: add one of ${FORWARD_JOB_TYPES.join(', ')}`);
+  }
+  if (selector?.kind === 'detected' && when.length > 0) {
+    v.problem('a field with only `kind` cannot have `when` overrides: put them on a named field that has `kind`');
   }
   for (const rev of Object.keys(REVERSE_OF)) {
     // Reverse job types are not written: they run the forward rules backwards.
@@ -104,7 +171,7 @@ function parseField(v: YamlValue): FieldDef | undefined {
     }
   }
   if (!selector) return undefined;
-  return { selector, rules, when, line: v.line, ...(keyName === undefined ? {} : { keyName }) };
+  return { selector, rules, when, line: v.line, detects, keep, ...(keyName === undefined ? {} : { keyName }) };
 }
 
 /**
@@ -124,11 +191,21 @@ function implicitKeyNameWarnings(fields: readonly FieldDef[], file: string): Con
   return warnings;
 }
 
-function parseRules(f: Partial<Record<string, YamlValue>>): RuleSet {
+function isKeep(v: YamlValue | undefined): boolean {
+  const scalar = v?.node === undefined ? undefined : v.scalarValue();
+  return typeof scalar === 'string' && scalar.toLowerCase() === KEEP;
+}
+
+/** `allowKeep`: a field's own rules may say `Keep`; conditional overrides may not. */
+function parseRules(f: Partial<Record<string, YamlValue>>, allowKeep: boolean): RuleSet {
   const rules: RuleSet = {};
   for (const job of FORWARD_JOB_TYPES) {
     const value = f[job];
     if (!value || value.node === undefined) continue;
+    if (isKeep(value)) {
+      if (!allowKeep) value.problem('`Keep` is for a field\'s own rules, not for `when` overrides');
+      continue;
+    }
     const rule = parseRule(job, value);
     if (rule) rules[job] = rule;
   }
@@ -144,7 +221,7 @@ function parseRule(job: ForwardJobType, v: YamlValue): RuleDef | undefined {
       if (!restrict) return v.problem('the restrict technique is not registered');
       return { technique: restrict, options: restrict.validate({}), written: 'Restrict' };
     }
-    return v.problem('must be an options mapping, or "Restrict" to remove the field');
+    return v.problem('must be an options mapping, "Restrict" to remove the field, or "Keep" to leave it in clear on purpose');
   }
   let options: Record<string, unknown> = {};
   if (v.present) {
@@ -206,6 +283,7 @@ function parseCondition(v: YamlValue): ConditionDef | undefined {
 function checkDuplicateSelectors(fields: readonly FieldDef[], root: YamlValue): void {
   const seen = new Map<string, number | undefined>();
   for (const field of fields) {
+    if (field.selector.kind === 'detected') continue; // kinds are checked by checkDetectedKinds
     const keys =
       field.selector.kind === 'name'
         ? field.selector.names.map((n) => `name:${n.toLowerCase().replace(/[_-]/g, '')}`)

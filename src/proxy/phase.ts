@@ -192,6 +192,11 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const value = eq === -1 ? '' : formDecode(pair.slice(eq + 1), where, i);
     if (action.removes(value)) continue;
     const result: Scalar = action.apply(value, () => `${where}.${name}`);
+    // Detection that found nothing leaves the pair's bytes as they were.
+    if (action.byContent === true && result === value) {
+      out.push(pair);
+      continue;
+    }
     out.push(`${rawName}=${formEncode(result === null ? '' : String(result))}`);
   }
   return out.join('&');
@@ -208,18 +213,26 @@ function resolvePairName(name: string, prepared: PreparedJob, selected: (name: s
   const php = phpName(name);
   if (segments === undefined || (segments.length === 1 && segments[0] === name)) {
     if (!selected(name)) return undefined;
-    return prepared.resolver.resolve(name, name) ?? (php === name ? undefined : prepared.resolver.resolve(php, php));
+    return preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
   }
   if (!selected(name) && !segments.some(selected)) return undefined;
-  const direct = prepared.resolver.resolve(name, name) ?? (php === name ? undefined : prepared.resolver.resolve(php, php));
-  if (direct !== undefined) return direct;
+  // Detection by content (byContent) stands in only when no segment has a rule of its own.
+  const direct = preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
+  if (direct !== undefined && direct.byContent !== true) return direct;
   for (let end = segments.length; end > 0; end--) {
     const segment = segments[end - 1];
     if (NUMERIC.test(segment)) continue; // an index names no field
     const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
-    if (action !== undefined) return action;
+    if (action !== undefined && action.byContent !== true) return action;
   }
-  return undefined;
+  return direct;
+}
+
+/** The first action that is a field's own rule; else detection by content (byContent), if any. */
+function preferOwnRule(first: FieldAction | undefined, second: FieldAction | undefined): FieldAction | undefined {
+  if (first !== undefined && first.byContent !== true) return first;
+  if (second !== undefined && second.byContent !== true) return second;
+  return first ?? second;
 }
 
 const NUMERIC = /^\d+$/;

@@ -13,6 +13,7 @@ import { fpeCardTechnique } from './pseudonymise/card.ts';
 import { fpeDigitsTechnique } from './pseudonymise/digits.ts';
 import { fpeEmailTechnique } from './pseudonymise/email.ts';
 import { fpeIbanTechnique } from './pseudonymise/iban.ts';
+import { fpeIpTechnique } from './pseudonymise/ip.ts';
 import { fpeNameTechnique } from './pseudonymise/name.ts';
 import { fpePhoneTechnique } from './pseudonymise/phone.ts';
 import { fpeTextTechnique } from './pseudonymise/text.ts';
@@ -43,6 +44,7 @@ const all: readonly AnyTechnique[] = [
   fpePhoneTechnique,
   fpeIbanTechnique,
   fpeNameTechnique,
+  fpeIpTechnique,
   dateShiftTechnique,
   encryptTechnique,
   restrictTechnique,
@@ -86,6 +88,7 @@ const selectors: Readonly<Record<ForwardJobType, Selector>> = {
       iban: fpeIbanTechnique,
       name: fpeNameTechnique,
       date: dateShiftTechnique,
+      ip: fpeIpTechnique,
     },
   },
   Encrypt: { option: 'mode', fallback: 'gcm', byValue: { gcm: encryptTechnique, siv: encryptTechnique } },

@@ -64,17 +64,21 @@ describe('manifest customer (DESIGN §12)', () => {
     assert.equal(out.note, 'left alone');
   });
 
-  it('Anonymise: REDACTED name, stable keyed email hash, year of birth, salary range', () => {
+  it('Anonymise: nothing personal left in clear (REDACTED, keyed hashes, year of birth, salary range)', () => {
     const a = run('Anonymise', customer);
     const b = run('Anonymise', customer);
-    assert.equal(a.name, 'REDACTED');
-    assert.equal(typeof a.email, 'string');
-    assert.notEqual(a.email, customer.email);
-    assert.ok(!String(a.email).includes('jane'));
-    assert.equal(a.email, b.email, 'keyed hash is stable');
+    for (const k of ['name', 'phone', 'ssn', 'iban'] as const) assert.equal(a[k], 'REDACTED', `${k} redacted`);
+    for (const k of ['email', 'cardNumber'] as const) {
+      assert.match(String(a[k]), /^[0-9a-f]{64}$/, `${k} is a keyed hash`);
+      assert.equal(a[k], b[k], `${k}: keyed hash is stable`);
+    }
+    assert.notEqual(a.email, a.cardNumber);
     assert.equal(String(a.dateOfBirth), '1985');
     assert.equal(a.salary, '50000-59999');
-    for (const k of ['phone', 'cardNumber', 'ssn', 'iban'] as const) assert.equal(a[k], customer[k], `${k} has no Anonymise rule`);
+    assert.equal(a.note, 'left alone');
+    for (const k of ['name', 'email', 'phone', 'cardNumber', 'ssn', 'iban', 'dateOfBirth'] as const) {
+      assert.notEqual(a[k], customer[k], `${k} not in clear`);
+    }
   });
 
   it('Pseudonymise: realistic, valid formats; Reconstruct gives back the exact original', () => {
@@ -100,7 +104,7 @@ describe('manifest customer (DESIGN §12)', () => {
     assert.match(dob, /^\d{4}-\d{2}-\d{2}$/);
     const shift = Math.abs(Date.parse(dob) - Date.parse(customer.dateOfBirth)) / 86_400_000;
     assert.ok(shift <= 365, `shift ${shift} days within ±365`);
-    assert.equal(p.salary, customer.salary, 'salary has no Pseudonymise rule');
+    assert.equal(p.salary, customer.salary, 'salary is Keep for Pseudonymise');
 
     const back = run('Reconstruct', p);
     assert.deepEqual(back, customer);
@@ -114,14 +118,55 @@ describe('manifest customer (DESIGN §12)', () => {
     assert.notEqual(same.ssn, customer.ssn);
   });
 
-  it('Encrypt: name, email, card, ssn, iban encrypted with a self-describing token; Decrypt restores', () => {
+  it('Encrypt: every personal field (phone and date of birth too) becomes a self-describing token; Decrypt restores', () => {
     const e = run('Encrypt', customer);
-    for (const k of ['name', 'email', 'cardNumber', 'ssn', 'iban'] as const) {
+    for (const k of ['name', 'email', 'phone', 'cardNumber', 'ssn', 'iban', 'dateOfBirth'] as const) {
       assert.match(String(e[k]), /^enc:v1:/, `${k} encrypted`);
       assert.ok(!String(e[k]).includes(String(customer[k])));
     }
-    for (const k of ['phone', 'dateOfBirth', 'salary'] as const) assert.equal(e[k], customer[k], `${k} has no Encrypt rule`);
+    assert.equal(e.salary, customer.salary, 'salary is Keep for Encrypt (Anonymise generalises it, Restrict removes it)');
     assert.deepEqual(run('Decrypt', e), customer);
+  });
+
+  it('Mask: dateOfBirth and salary are Keep (in clear on purpose), every other personal field masked', () => {
+    const m = run('Mask', customer);
+    for (const k of ['name', 'email', 'phone', 'cardNumber', 'ssn', 'iban'] as const) assert.notEqual(m[k], customer[k]);
+    assert.equal(m.dateOfBirth, customer.dateOfBirth);
+    assert.equal(m.salary, customer.salary);
+  });
+
+  it('loads without gap warnings (strict: true) and detects every kind in unclaimed fields', () => {
+    const m = engine.manifest('customer')!;
+    assert.deepEqual(m.warnings, []);
+    assert.deepEqual([...m.detection!.byKind.keys()].sort(), ['card', 'email', 'iban', 'ipAddress', 'phone', 'ssn']);
+  });
+
+  it('unclaimed fields: a `cc` key and a `notes` text are protected by content under every job type', () => {
+    const doc = {
+      cc: '5500 0000 0000 0004',
+      notes: 'card 4111 1111 1111 1111, call 415-555-0132, mail jonathan@example.org, from 192.0.2.10',
+      orderId: '4111111111111112',
+      invoice: '1234567812345670',
+    };
+    const m = run('Mask', doc);
+    assert.equal(m.cc, '**** **** **** 0004');
+    assert.equal(m.notes, 'card **** **** **** 1111, call ***-***-0132, mail j***@example.org, from ***.*.*.**');
+    assert.equal(m.orderId, doc.orderId, 'a number failing Luhn is not a card');
+    assert.equal(m.invoice, doc.invoice, 'a Luhn-valid number without a card issuer prefix is not a card');
+    const a = run('Anonymise', doc);
+    assert.match(String(a.cc), /^[0-9a-f]{64}$/);
+    assert.match(String(a.notes), /^card [0-9a-f]{64}, call REDACTED, mail [0-9a-f]{64}, from REDACTED$/);
+    const named = run('Anonymise', { cardNumber: '4111 1111 1111 1111' });
+    assert.ok(String(a.notes).includes(String(named.cardNumber)), 'a detected card hashes like the cardNumber field');
+    for (const [forward, reverse] of [['Pseudonymise', 'Reconstruct'], ['Encrypt', 'Decrypt']] as const) {
+      const p = run(forward, doc);
+      assert.notEqual(p.cc, doc.cc);
+      assert.ok(!String(p.notes).includes('4111 1111 1111 1111') && !String(p.notes).includes('415-555-0132'), `${forward} notes`);
+      assert.ok(String(p.notes).startsWith('card '), 'the words of the text are kept');
+      assert.deepEqual(run(reverse, p), doc, `${reverse} restores`);
+    }
+    const r = run('Restrict', { notes: 'ssn 123-45-6789 on file' });
+    assert.equal(r.notes, 'ssn  on file', 'Restrict removes a detected ssn span');
   });
 
   it('Restrict removes ssn and salary only', () => {

@@ -13,7 +13,7 @@ import { FORWARD_JOB_TYPES, type ForwardJobType, type Scalar } from '../../src/c
 
 describe('registry', () => {
   it('ids are unique and match the map keys', () => {
-    assert.equal(techniques.size, 19);
+    assert.equal(techniques.size, 20);
     for (const [id, t] of techniques) assert.equal(t.id, id);
   });
 
@@ -37,6 +37,7 @@ describe('registry', () => {
       ['Pseudonymise', { format: 'iban' }, 'fpe-iban'],
       ['Pseudonymise', { format: 'name' }, 'fpe-name'],
       ['Pseudonymise', { format: 'date' }, 'date-shift'],
+      ['Pseudonymise', { format: 'ip' }, 'fpe-ip'],
       ['Encrypt', {}, 'encrypt'],
       ['Encrypt', { mode: 'siv' }, 'encrypt'],
       ['Restrict', {}, 'restrict'],
@@ -130,6 +131,8 @@ describe('DESIGN §12: the default manifest table', () => {
     ['dateOfBirth', 'Anonymise', { method: 'generalise-date', to: 'year' }, '1985-04-12', (o) => o === '1985'],
     ['dateOfBirth', 'Pseudonymise', { format: 'date', maxDays: 365 }, '1985-04-12', (o) => /^\d{4}-\d{2}-\d{2}$/.test(o as string)],
     ['salary', 'Anonymise', { method: 'generalise-number', width: 10000 }, 54321, (o) => o === '50000-59999'],
+    ['ipAddress', 'Pseudonymise', { format: 'ip' }, '192.0.2.10', (o) => /^\d{1,3}(\.\d{1,3}){3}$/.test(o as string) && o !== '192.0.2.10'],
+    ['ipAddress', 'Pseudonymise', { format: 'ip' }, '2001:db8::1', (o) => /^[0-9a-f:]+$/.test(o as string) && o !== '2001:db8::1'],
   ];
   for (const [field, jobType, options, input, check] of cells) {
     it(`${field} / ${jobType}`, () => {

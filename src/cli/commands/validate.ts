@@ -13,8 +13,9 @@ export const validateCommand: Command = {
   usage: `dpg validate [--config FILE]
     Checks the config, the keyring and every manifest; prints each problem with file and line
     and exits 1, or prints the config, the data directory, the keyring's keys and what each
-    manifest does. Warns about a field matched by several names without a keyName (its keys
-    follow the first).`,
+    manifest does. Warns about a field one job type protects and another leaves in clear (an
+    error in a manifest with strict: true), and about a field matched by several names without a
+    keyName (its keys follow the first).`,
   options,
   async run(args, io) {
     const { values } = parseFlags(args, options);

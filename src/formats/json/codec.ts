@@ -9,7 +9,7 @@
 import { DpgError } from '../../core/errors.ts';
 import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
-import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
+import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
 import { protectJsonText } from './protect-text.ts';
 
 export interface JsonLimits {
@@ -52,8 +52,11 @@ class JsonWalker {
    * whole document (a gRPC JSON cell under a matched label), like a matched key's value.
    */
   run(root: unknown, inherited?: FieldAction): unknown {
-    if (root === null || typeof root !== 'object') return inherited ? inherited.apply(root as Scalar, '$') : root;
-    this.visit(root as object, inherited, 1);
+    // Values under no key at all (a scalar document, array elements outside objects) get the
+    // content-detection action, if the plan has one.
+    const loose = inherited ?? this.resolver.contentAction?.();
+    if (root === null || typeof root !== 'object') return loose ? loose.apply(root as Scalar, '$') : root;
+    this.visit(root as object, inherited, 1, loose);
     return root;
   }
 
@@ -69,25 +72,27 @@ class JsonWalker {
     return typeof last === 'number' ? `${p}[${last}]` : childLocation(p, last);
   }
 
-  private visit(node: object, inherited: FieldAction | undefined, depth: number): void {
+  /** `loose`: the action for scalars of arrays reached without passing a key (see run). */
+  private visit(node: object, inherited: FieldAction | undefined, depth: number, loose?: FieldAction): void {
     if (depth > this.limits.maxDepth) {
       throw new DpgError('MALFORMED_DATA_SET', `JSON nesting is deeper than the limit of ${this.limits.maxDepth} levels`);
     }
     const trail = this.trail;
     if (Array.isArray(node)) {
+      const action = inherited ?? loose;
       for (let i = 0; i < node.length; i++) {
         const v = node[i];
         if (v !== null && typeof v === 'object') {
           trail.push(i);
-          this.visit(v, inherited, depth + 1);
+          this.visit(v, inherited, depth + 1, loose);
           trail.pop();
-        } else if (inherited) node[i] = inherited.apply(v as Scalar, () => this.locationTo(i));
+        } else if (action) node[i] = action.apply(v as Scalar, () => this.locationTo(i));
       }
       return;
     }
     const obj = node as Record<string, unknown>;
     for (const key of Object.keys(obj)) {
-      const action = this.resolver.resolve(key, this.usesPaths ? this.pathTo(key) : undefined) ?? inherited;
+      const action = innerAction(this.resolver.resolve(key, this.usesPaths ? this.pathTo(key) : undefined), inherited);
       const v = obj[key];
       if (action === undefined) {
         if (v !== null && typeof v === 'object') {

@@ -5,7 +5,7 @@
 
 import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
-import type { FieldAction, FieldResolver } from '../codec.ts';
+import { innerAction, type FieldAction, type FieldResolver } from '../codec.ts';
 import { encodeScalar, JsonText, ScalarKind, type JsonTextLimits } from './text.ts';
 
 const enum C {
@@ -51,12 +51,15 @@ class TextProtector {
     const reader = this.reader;
     const p = reader.start();
     const c = this.text.charCodeAt(p);
+    // Values under no key at all (a scalar document, array elements outside objects) get the
+    // content-detection action, if the plan has one.
+    const loose = inherited ?? this.resolver.contentAction?.();
     let end: number;
     if (c === C.LBrace) end = this.object(p, 1, inherited);
-    else if (c === C.LBracket) end = this.array(p, 1, inherited);
+    else if (c === C.LBracket) end = this.array(p, 1, inherited, loose);
     else {
       end = reader.scalarEnd(p);
-      if (inherited !== undefined) this.applyScalar(inherited, p, end, reader.scalarValue(p, end), undefined);
+      if (loose !== undefined) this.applyScalar(loose, p, end, reader.scalarValue(p, end), undefined);
     }
     reader.end(end);
     if (this.chunks.length === 0) return this.text;
@@ -90,8 +93,9 @@ class TextProtector {
     this.edit(start, end, encodeScalar(out, numberAsText));
   }
 
-  private container(p: number, depth: number, action: FieldAction | undefined): number {
-    return this.text.charCodeAt(p) === C.LBrace ? this.object(p, depth, action) : this.array(p, depth, action);
+  /** `loose`: the action for scalars of arrays reached without passing a key (see run). */
+  private container(p: number, depth: number, action: FieldAction | undefined, loose?: FieldAction): number {
+    return this.text.charCodeAt(p) === C.LBrace ? this.object(p, depth, action) : this.array(p, depth, action, loose);
   }
 
   private object(p: number, depth: number, inherited: FieldAction | undefined): number {
@@ -110,7 +114,7 @@ class TextProtector {
       const keyEnd = reader.memberName(q);
       const key = reader.stringValue(keyStart, keyEnd, reader.hadEscape);
       const valueStart = reader.memberValue(keyEnd);
-      const action = this.resolver.resolve(key, this.usesPaths ? this.pathTo(key) : undefined) ?? inherited;
+      const action = innerAction(this.resolver.resolve(key, this.usesPaths ? this.pathTo(key) : undefined), inherited);
       const c = text.charCodeAt(valueStart);
       const isContainer = c === C.LBrace || c === C.LBracket;
       let valueEnd: number;
@@ -156,22 +160,23 @@ class TextProtector {
     return -1;
   }
 
-  private array(p: number, depth: number, inherited: FieldAction | undefined): number {
+  private array(p: number, depth: number, inherited: FieldAction | undefined, loose?: FieldAction): number {
     const reader = this.reader;
     const text = this.text;
     if (depth > reader.limits.maxDepth) reader.tooDeep(p);
     let q = reader.ws(p + 1);
     if (text.charCodeAt(q) === C.RBracket) return q + 1;
+    const action = inherited ?? loose;
     for (let i = 0; ; i++) {
       const c = text.charCodeAt(q);
       let end: number;
       if (c === C.LBrace || c === C.LBracket) {
         this.trail.push(i);
-        end = this.container(q, depth + 1, inherited);
+        end = this.container(q, depth + 1, inherited, loose);
         this.trail.pop();
       } else {
         end = reader.scalarEnd(q);
-        if (inherited !== undefined) this.applyScalar(inherited, q, end, reader.scalarValue(q, end), i);
+        if (action !== undefined) this.applyScalar(action, q, end, reader.scalarValue(q, end), i);
       }
       q = reader.separator(end, C.RBracket);
       if (q < 0) return ~q;

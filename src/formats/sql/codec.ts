@@ -32,6 +32,7 @@ export function protectSql(sql: string, resolver: FieldResolver, options: CodecO
   const script = readSqlScript(sql, dialect, limits);
   const protector = new ScriptProtector(script, resolver);
   for (const statement of script.statements) protector.statement(statement);
+  protector.detectInLiterals();
   return splice(sql, protector.edits);
 }
 
@@ -191,12 +192,40 @@ class ScriptProtector {
     );
   }
 
+  /**
+   * A column's own rule. The content-detection action is not a column rule: literals it covers are
+   * found token by token in detectInLiterals, wherever they stand.
+   */
   private action(name: string, path: string | undefined): FieldAction | undefined {
     const key = path === undefined ? name : name + '\u0000' + path;
     if (this.actions.has(key)) return this.actions.get(key);
-    const action = this.resolver.resolve(name, path);
+    let action = this.resolver.resolve(name, path);
+    if (action?.byContent === true) action = undefined;
     this.actions.set(key, action);
     return action;
+  }
+
+  /**
+   * With detection by content on, every string or number literal no column rule has handled (values
+   * of unprotected columns, function arguments, literals the column binding could not place) is
+   * scanned, and what is found is protected in place.
+   */
+  detectInLiterals(): void {
+    const content = this.resolver.contentAction?.();
+    if (content === undefined) return;
+    for (const token of this.script.tokens) {
+      if (this.edited.has(token.start)) continue;
+      let slot: LiteralSlot;
+      if (token.kind === 'string') {
+        if (token.prefix === 'X' || token.prefix === 'B') continue; // binary and bit strings
+        slot = { start: token.start, end: token.end, token, kind: 'string', negative: false };
+      } else if (token.kind === 'number') {
+        if (token.end - token.start < 12) continue; // too short for any detected kind
+        slot = { start: token.start, end: token.end, token, kind: 'number', negative: false };
+      } else continue;
+      const value = literalValue(this.script, slot);
+      this.write(slot, value, content.apply(value, () => `literal at ${this.where(slot.start)}`));
+    }
   }
 
   /** `table.column` when paths are in use; the table comes from the qualifier, the list's table or the statement's only table. */

@@ -5,7 +5,7 @@
 import { DpgError } from '../../core/errors.ts';
 import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
-import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
+import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
 import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './scanner.ts';
 import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type LeafContent } from './text.ts';
 
@@ -119,7 +119,7 @@ class XmlProtector implements XmlEvents {
       path = this.paths[level - 1] + '/' + name;
       this.paths[level] = path;
     }
-    this.effective[level] = this.lookup(name, path) ?? this.effective[level - 1];
+    this.effective[level] = innerAction(this.lookup(name, path), this.effective[level - 1]);
     this.runStart[level] = -1;
   }
 
@@ -161,7 +161,7 @@ class XmlProtector implements XmlEvents {
     const name = input.slice(localStart, nameEnd);
     const path = this.usesPaths ? `${this.paths[element.level]}/@${name}` : undefined;
     // Fail closed: an attribute of (or beneath) a matched element is protected with it.
-    const action = this.lookup(name, path) ?? this.effective[element.level];
+    const action = innerAction(this.lookup(name, path), this.effective[element.level]);
     if (action === undefined) return;
     this.pending.push({
       action,

@@ -1,0 +1,83 @@
+// Payment card numbers: a brand's issuer prefix (IIN) and one of that brand's lengths, and the Luhn
+// check. The table is narrow on purpose: a Luhn-valid order number of the wrong length or prefix is
+// not a card. Sources: ISO/IEC 7812 brand ranges as published by the schemes (Visa, Mastercard incl.
+// the 2-series, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy).
+
+interface Brand {
+  /** Inclusive prefix ranges, as strings of equal length (`['2221', '2720']`). */
+  readonly ranges: readonly (readonly [string, string])[];
+  readonly lengths: readonly number[];
+}
+
+const range = (from: string, to = from): readonly [string, string] => [from, to];
+const span = (min: number, max: number): number[] => Array.from({ length: max - min + 1 }, (_, i) => min + i);
+
+const BRANDS: readonly Brand[] = [
+  { ranges: [range('4')], lengths: [13, 16, 19] }, // Visa
+  { ranges: [range('51', '55'), range('2221', '2720')], lengths: [16] }, // Mastercard
+  { ranges: [range('34'), range('37')], lengths: [15] }, // American Express
+  { ranges: [range('6011'), range('644', '649'), range('65')], lengths: span(16, 19) }, // Discover
+  { ranges: [range('3528', '3589')], lengths: span(16, 19) }, // JCB
+  { ranges: [range('300', '305'), range('36'), range('38', '39')], lengths: span(14, 19) }, // Diners Club
+  { ranges: [range('62')], lengths: span(16, 19) }, // UnionPay
+  { ranges: [range('5018'), range('5020'), range('5038'), range('5893'), range('6304'), range('6759'), range('6761', '6763')], lengths: span(12, 19) }, // Maestro
+  { ranges: [range('2200', '2204')], lengths: span(16, 19) }, // Mir
+  { ranges: [range('60'), range('81', '82'), range('508')], lengths: [16] }, // RuPay
+  { ranges: [range('506099', '506198'), range('650002', '650027')], lengths: span(16, 19) }, // Verve
+  { ranges: [range('9792')], lengths: [16] }, // Troy
+];
+
+/** Shortest and longest card numbers of any brand. */
+export const CARD_MIN_DIGITS = 12;
+export const CARD_MAX_DIGITS = 19;
+
+/** Per length, the prefix ranges valid at that length (compiled once). */
+const RANGES_BY_LENGTH: readonly (readonly (readonly [string, string])[])[] = (() => {
+  const out: (readonly [string, string])[][] = Array.from({ length: CARD_MAX_DIGITS + 1 }, () => []);
+  for (const brand of BRANDS) for (const n of brand.lengths) out[n].push(...brand.ranges);
+  return out;
+})();
+
+/** True when `digits` (digits only) has a known brand prefix for its length. */
+export function hasCardPrefix(digits: string): boolean {
+  const ranges = RANGES_BY_LENGTH[digits.length];
+  if (ranges === undefined) return false;
+  for (const [from, to] of ranges) {
+    const head = digits.slice(0, from.length);
+    if (head >= from && head <= to) return true;
+  }
+  return false;
+}
+
+/** The Luhn (mod 10) check over a string of digits. */
+export function luhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return sum % 10 === 0;
+}
+
+/** A card number's digits: a brand prefix valid for its length, and the Luhn check. */
+export function isCardDigits(digits: string): boolean {
+  return digits.length >= CARD_MIN_DIGITS && digits.length <= CARD_MAX_DIGITS && hasCardPrefix(digits) && luhnValid(digits);
+}
+
+/**
+ * How a written card number may be grouped: all digits together, groups of four (the last may be
+ * shorter), or the 4-6-5 / 4-6-4 layout of Amex and Diners.
+ */
+export function isCardGrouping(groups: readonly number[]): boolean {
+  const n = groups.length;
+  if (n === 1) return true;
+  if (n === 3 && groups[0] === 4 && groups[1] === 6 && (groups[2] === 5 || groups[2] === 4)) return true;
+  for (let i = 0; i < n - 1; i++) if (groups[i] !== 4) return false;
+  return groups[n - 1] >= 1 && groups[n - 1] <= 4;
+}

@@ -1,0 +1,80 @@
+// IBANs (ISO 13616): an upper-case country code from the IBAN registry, two check digits 02-98, a
+// BBAN of that country's length and character layout, and the mod-97 check. Written compact
+// (`DE89370400440532013000`) or in the print form of groups of four (`DE89 3704 0044 0532 0130 00`).
+// The per-country lengths and layouts come from ibantools (the SWIFT registry as data).
+
+import { getCountrySpecifications } from 'ibantools';
+import { CLASS, DIGIT, UPPER, boundaryAfter } from './chars.ts';
+
+interface CountryLayout {
+  readonly length: number;
+  readonly bban: RegExp | undefined;
+}
+
+const LAYOUTS: ReadonlyMap<string, CountryLayout> = (() => {
+  const out = new Map<string, CountryLayout>();
+  for (const [country, spec] of Object.entries(getCountrySpecifications())) {
+    if (spec.chars === null || spec.chars < 5 || spec.chars > 34) continue;
+    // Some of the registry's patterns are not anchored: the whole BBAN must match.
+    const bban = spec.bban_regexp ? new RegExp(`^(?:${spec.bban_regexp.replace(/^\^/, '').replace(/\$$/, '')})$`) : undefined;
+    out.set(country, { length: spec.chars, bban });
+  }
+  return out;
+})();
+
+export const IBAN_MAX_LENGTH = 34;
+
+/** ISO 7064 mod 97-10 of the IBAN with its first four characters moved to the end. */
+function ibanMod97(compact: string): number {
+  let rest = 0;
+  const n = compact.length;
+  for (let k = 0; k < n; k++) {
+    const c = compact.charCodeAt((k + 4) % n);
+    rest = c >= 65 ? (rest * 100 + (c - 55)) % 97 : (rest * 10 + (c - 48)) % 97;
+  }
+  return rest;
+}
+
+/** Countries of the IBAN registry with their BBAN patterns (for test corpora). */
+export function ibanCountries(): ReadonlyMap<string, { readonly length: number; readonly bban: string | undefined }> {
+  return new Map([...LAYOUTS].map(([c, l]) => [c, { length: l.length, bban: l.bban?.source }]));
+}
+
+/** A compact upper-case IBAN that passes the registry layout and the mod-97 check. */
+export function isIbanCompact(compact: string): boolean {
+  const layout = LAYOUTS.get(compact.slice(0, 2));
+  if (layout === undefined || compact.length !== layout.length) return false;
+  const check = Number(compact.slice(2, 4));
+  if (!(check >= 2 && check <= 98)) return false;
+  if (layout.bban !== undefined && !layout.bban.test(compact.slice(4))) return false;
+  return ibanMod97(compact) === 1;
+}
+
+/**
+ * The end of an IBAN written at `start` (two upper-case letters, two digits, already checked by the
+ * caller with a boundary before), or -1. Spaces are accepted only between groups of four.
+ */
+export function ibanEndAt(text: string, start: number): number {
+  const layout = LAYOUTS.get(text.slice(start, start + 2));
+  if (layout === undefined) return -1;
+  const n = text.length;
+  let compact = '';
+  let i = start;
+  let spaced: boolean | undefined;
+  while (i < n && compact.length < layout.length) {
+    const c = text.charCodeAt(i);
+    if (c === 32 && compact.length > 0 && compact.length % 4 === 0) {
+      if (spaced === false) return -1;
+      spaced = true;
+      i++;
+      continue;
+    }
+    if (c >= 128 || (CLASS[c] & (DIGIT | UPPER)) === 0) return -1;
+    if (compact.length % 4 === 0 && compact.length > 0 && spaced === undefined) spaced = false;
+    if (spaced === true && compact.length % 4 === 0 && text.charCodeAt(i - 1) !== 32) return -1;
+    compact += text[i];
+    i++;
+  }
+  if (compact.length !== layout.length || !boundaryAfter(text, i)) return -1;
+  return isIbanCompact(compact) ? i : -1;
+}

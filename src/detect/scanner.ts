@@ -1,0 +1,110 @@
+// The content scanner: one pass over a text finds every card, email, phone, IBAN, SSN and IP address
+// in it. Each character is looked at once through a class table; only a digit, `@`, `:` or an
+// upper-case letter followed by two digits starts the (cheap) check of one kind, so text without
+// such characters costs a table lookup per character. Compiled once per manifest and kind set.
+
+import { CLASS, HEX, boundaryBefore } from './chars.ts';
+import { emailAround } from './email.ts';
+import { ibanEndAt } from './iban.ts';
+import { ipv6Around } from './ip.ts';
+import { scanDigitRun, type DigitKinds } from './digit-runs.ts';
+import type { DetectKind, DetectedSpan } from './kinds.ts';
+
+const AT = 64;
+const COLON = 58;
+
+const NOTHING: readonly DetectedSpan[] = Object.freeze([]);
+
+export class ContentScanner {
+  readonly kinds: ReadonlySet<DetectKind>;
+  private readonly digits: DigitKinds;
+  private readonly anyDigits: boolean;
+  private readonly email: boolean;
+  private readonly iban: boolean;
+  private readonly ipv6: boolean;
+  /** Finds the characters that can start a value of the wanted kinds (a digit, `@`, `:`, `AB12`). */
+  private readonly trigger: RegExp;
+  /** Spans of the digit run being read (emptied after each run that found any). */
+  private readonly digitSpans: DetectedSpan[] = [];
+
+  constructor(kinds: Iterable<DetectKind>) {
+    this.kinds = new Set(kinds);
+    const has = (k: DetectKind) => this.kinds.has(k);
+    this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress') };
+    this.anyDigits = this.digits.card || this.digits.ssn || this.digits.phone || this.digits.ipv4;
+    this.email = has('email');
+    this.iban = has('iban');
+    this.ipv6 = has('ipAddress');
+    const chars = (this.anyDigits ? '0-9' : '') + (this.email ? '@' : '') + (this.ipv6 ? ':' : '');
+    const alternatives = [chars ? `[${chars}]` : '', this.iban ? '[A-Z](?=[A-Z][0-9]{2})' : ''].filter((a) => a !== '');
+    this.trigger = new RegExp(alternatives.length > 0 ? alternatives.join('|') : '(?!)', 'g');
+  }
+
+  /** Every detected value in `text`, in order, never overlapping. */
+  scan(text: string): readonly DetectedSpan[] {
+    const n = text.length;
+    if (n < 4) return NOTHING;
+    // The regex engine skips to the next character that can start a value far faster than a
+    // JavaScript loop can; each hit is then read by hand.
+    const trigger = this.trigger;
+    trigger.lastIndex = 0;
+    let out: DetectedSpan[] | undefined;
+    // test() rather than exec(): no match object per hit. Every alternative matches one character.
+    while (trigger.test(text)) {
+      const i = trigger.lastIndex - 1;
+      const c = text.charCodeAt(i);
+      let next = i + 1;
+      if (c >= 48 && c <= 57) {
+        // Most digit runs hold nothing: collect into a reused array, allocate only on a find.
+        const found = this.digitSpans;
+        next = scanDigitRun(text, i, this.digits, found);
+        if (found.length > 0) {
+          out ??= [];
+          for (const span of found) out.push(span);
+          found.length = 0;
+        }
+      } else if (c === AT) {
+        const found = emailAround(text, i);
+        if (found !== undefined) {
+          out = replaceOverlapped(out, found[0], found[1], 'email');
+          next = found[1];
+        }
+      } else if (c === COLON) {
+        if (isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
+          const [start, end, isAddress] = ipv6Around(text, i);
+          if (isAddress) out = replaceOverlapped(out, start, end, 'ipAddress');
+          next = end;
+        }
+      } else if (boundaryBefore(text, i)) {
+        const end = ibanEndAt(text, i);
+        if (end >= 0) {
+          (out ??= []).push({ start: i, end, kind: 'iban' });
+          next = end;
+        }
+      }
+      trigger.lastIndex = next;
+    }
+    return out === undefined || out.length === 0 ? NOTHING : out;
+  }
+
+  /** The kind of a value that is, as a whole, one detected value; undefined otherwise. */
+  wholeKind(text: string): DetectKind | undefined {
+    const spans = this.scan(text);
+    if (spans.length !== 1) return undefined;
+    const span = spans[0];
+    return span.start === 0 && span.end === text.length ? span.kind : undefined;
+  }
+}
+
+function isHexOrColon(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return c === COLON || (c < 128 && (CLASS[c] & HEX) !== 0);
+}
+
+/** Adds a span found around earlier ones (an email around digits, an IPv6 address around a number). */
+function replaceOverlapped(out: DetectedSpan[] | undefined, start: number, end: number, kind: DetectKind): DetectedSpan[] {
+  const list = out ?? [];
+  while (list.length > 0 && list[list.length - 1].end > start) list.pop();
+  list.push({ start, end, kind });
+  return list;
+}
