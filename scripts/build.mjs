@@ -2,7 +2,8 @@
 // dynamic import() so a command or a door loads only what it uses (the gRPC stack, the token
 // issuer, undici… each sit in their own chunk). Libraries are bundled too: fewer files to resolve
 // and compile at start, and a smaller install (see docs/performance.md, "Build"). node-sql-parser
-// stays outside: it is loaded per dialect at run time (src/formats/sql/parser.ts) and is large.
+// stays outside: it is loaded per dialect at run time (src/formats/sql/parser.ts) and is large;
+// koffi too: it loads its prebuilt native binary from its own package directory (transparent capture).
 // New commands need nothing here: whatever src/cli/registry.ts reaches is bundled.
 //
 // `node scripts/build.mjs` (run by `npm run build`, `prepare` after `npm ci`, and before the tests).
@@ -15,7 +16,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist');
 
 /** Packages resolved from node_modules at run time instead of bundled (keep them in `dependencies`). */
-export const EXTERNAL_PACKAGES = ['node-sql-parser'];
+export const EXTERNAL_PACKAGES = ['node-sql-parser', 'koffi'];
 
 export async function buildDist({ quiet = false } = {}) {
   const started = performance.now();

@@ -84,6 +84,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   if (proxy) {
     addresses.proxy = proxy.address;
     proxy.reverse.forEach((r: { host: string; port: number }, i: number) => (addresses[`reverse${i}`] = { host: r.host, port: r.port }));
+    proxy.transparent.forEach((t, i) => (addresses[i === 0 ? 'transparent' : `transparent${i}`] = t));
   }
   logger.info({ manifests: engine.manifestNames() }, 'ready');
 

@@ -23,7 +23,7 @@ function usage(): string {
     '',
     'Environment: DPG_CONFIG (config file; default config/gateway.yaml in the working directory),',
     '  DPG_DATA_DIR (generated keyring, identity keys, proxy CA; default .dpg beside the config file),',
-    '  DPG_HTTP_ADDR, DPG_GRPC_ADDR, DPG_PROXY_ADDR (host:port), DPG_LOG_LEVEL.',
+    '  DPG_HTTP_ADDR, DPG_GRPC_ADDR, DPG_PROXY_ADDR, DPG_TRANSPARENT_ADDR (host:port), DPG_LOG_LEVEL.',
     '',
     '  -h, --help     this help',
     '  -V, --version  print the version',

@@ -9,6 +9,8 @@ import { hashSecretCommand } from './commands/hash-secret.ts';
 import { probeCommand } from './commands/probe.ts';
 import { injectCommand } from './commands/inject.ts';
 import { webhookCommand } from './commands/webhook.ts';
+import { captureCommand } from './commands/capture.ts';
+import { caCommand } from './commands/ca.ts';
 
 export const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -18,4 +20,6 @@ export const COMMANDS: readonly Command[] = [
   probeCommand,
   injectCommand,
   webhookCommand,
+  captureCommand,
+  caCommand,
 ];

@@ -27,6 +27,7 @@ import type {
   RoutePhase,
   Scope,
   TlsFiles,
+  TransparentConfig,
 } from './types.ts';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
@@ -86,7 +87,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const identity = r.identity(sec('identity'), dataDir);
   const keys = r.keys(sec('keys'));
   const manifests = r.manifests(top?.manifests);
-  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'));
+  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'));
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
 
@@ -314,10 +315,10 @@ class SectionReader {
     return { level };
   }
 
-  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined): ProxyConfig {
+  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress): ProxyConfig {
     const f = v?.fields([
       'enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs',
-      'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse',
+      'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse', 'transparent',
     ] as const);
     let ca: ProxyConfig['ca'];
     if (f?.ca.present) {
@@ -347,8 +348,11 @@ class SectionReader {
         if (listen && upstream) reverse.push({ listen, upstream });
       }
     }
+    const enabled = f ? this.bool(f.enabled, true) : true;
+    const transparent = this.transparent(f?.transparent, envTransparent);
+    if (transparent && !enabled) (f?.transparent.present ? f.transparent : f!.enabled).problem('the transparent listener is part of the proxy: it needs proxy.enabled: true');
     return {
-      enabled: f ? this.bool(f.enabled, true) : true,
+      enabled,
       listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
       ...(ca ? { ca } : {}),
       ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
@@ -359,6 +363,23 @@ class SectionReader {
       routeHostsRefreshMs: f ? this.int(f.routeHostsRefreshMs, 60_000, 1000) : 60_000,
       routes,
       reverse,
+      ...(transparent ? { transparent } : {}),
+    };
+  }
+
+  /** `proxy.transparent`: on when the section is present (unless `enabled: false`) or DPG_TRANSPARENT_ADDR is set. */
+  private transparent(v: YamlValue | undefined, envListen: ListenAddress | undefined): TransparentConfig | undefined {
+    const present = v?.present === true;
+    const f = present ? v.fields(['enabled', 'listen', 'ipv6', 'peekTimeoutMs', 'encryptedClientHello'] as const) : undefined;
+    const enabled = envListen !== undefined || (f ? this.bool(f.enabled, true) : false);
+    const ech = f?.encryptedClientHello.present ? f.encryptedClientHello.string() : 'refuse';
+    if (ech !== 'refuse' && ech !== 'splice') f?.encryptedClientHello.problem('must be refuse or splice');
+    if (!enabled) return undefined;
+    return {
+      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15006') : parseListenAddress('127.0.0.1:15006')!),
+      ipv6: f ? this.bool(f.ipv6, true) : true,
+      peekTimeoutMs: f ? this.int(f.peekTimeoutMs, 500, 1, 60_000) : 500,
+      encryptedClientHello: ech === 'splice' ? 'splice' : 'refuse',
     };
   }
 

@@ -151,6 +151,18 @@ export interface ReverseListener {
   readonly upstream: string;
 }
 
+/** The transparent listener for connections `dpg capture` redirects (docs/transparent.md). */
+export interface TransparentConfig {
+  /** Default 127.0.0.1:15006; DPG_TRANSPARENT_ADDR overrides (and turns the listener on). */
+  readonly listen: ListenAddress;
+  /** Also listen on [::1] at the same port (skipped when the host has no IPv6). Default true. */
+  readonly ipv6: boolean;
+  /** How long a silent client is waited for before its upstream is connected. Default 500 ms. */
+  readonly peekTimeoutMs: number;
+  /** A ClientHello hiding its server name (ECH) that nothing else routes: refused (default) or spliced. */
+  readonly encryptedClientHello: 'refuse' | 'splice';
+}
+
 export interface ProxyConfig {
   readonly enabled: boolean;
   readonly listen: ListenAddress;
@@ -168,6 +180,8 @@ export interface ProxyConfig {
   readonly routeHostsRefreshMs?: number;
   readonly routes: readonly ProxyRoute[];
   readonly reverse: readonly ReverseListener[];
+  /** Present when the transparent listener is on. */
+  readonly transparent?: TransparentConfig;
 }
 
 export interface LimitsConfig {

@@ -4,8 +4,8 @@
 // readiness those imply: a proxy at its cap, out of file descriptors or not listening cannot
 // take work, and says so on /readyz.
 
-import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
+// node:net's Server: HTTP listeners and the transparent listener (a plain TCP server) alike.
+import type { Server, Socket } from 'node:net';
 import type { Logger } from '../core/logger.ts';
 
 interface Tracked {

@@ -29,6 +29,11 @@ export interface Target {
   readonly path: string;
   /** Host header sent upstream; undefined keeps the app's. */
   readonly hostHeader?: string;
+  /**
+   * Transparent listener: connect to this address instead of resolving `host` (the connection's
+   * original destination), presenting and verifying `servername` (none: verify the address).
+   */
+  readonly connectTo?: { readonly address: string; readonly servername: string | undefined };
 }
 
 export interface CompiledRouteSet {
@@ -58,7 +63,8 @@ const NEVER_PASSED_THROUGH: ReadonlySet<string> = new Set(['PAYLOAD_TOO_LARGE', 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function originOf(target: Target): string {
-  const host = isIP(target.host) === 6 ? `[${target.host}]` : target.host;
+  const address = target.connectTo?.address ?? target.host;
+  const host = isIP(address) === 6 ? `[${address}]` : address;
   return `${target.scheme}://${host}:${target.port}`;
 }
 
@@ -97,7 +103,7 @@ function baseOptions(req: IncomingMessage, target: Target, signal: UpstreamCance
     method: req.method as Dispatcher.HttpMethod,
     headers: endToEndHeaders(req.headers, target.hostHeader),
     signal,
-    servername: isIP(target.host) === 0 ? target.host : undefined,
+    servername: target.connectTo ? target.connectTo.servername : isIP(target.host) === 0 ? target.host : undefined,
   };
 }
 

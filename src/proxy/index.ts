@@ -20,6 +20,7 @@ import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost 
 import { canonicalHost, compileRoutes, isValidHostPattern } from './routes.ts';
 import { handleConnect, type TunnelTarget } from './tunnel.ts';
 import { handleUpgrade } from './upgrade.ts';
+import type { TransparentDeps } from './transparent/index.ts';
 import { createUpstreamAgent, upstreamRoots } from './upstream.ts';
 
 export interface ProxyDeps {
@@ -30,6 +31,8 @@ export interface ProxyDeps {
   readonly metrics: Metrics;
   /** Resolves route host names (their addresses count as them). Default: getaddrinfo. */
   readonly resolveHost?: ResolveHost;
+  /** Tests of the transparent listener without a kernel redirect: where each connection was going. */
+  readonly transparentOverrides?: Pick<TransparentDeps, 'originalDestination'>;
   /** The gateway's readiness for origin-form `GET /readyz` (the sidecar profile's probe); absent: the proxy's own. */
   readonly isReady?: () => boolean;
 }
@@ -37,6 +40,8 @@ export interface ProxyDeps {
 export interface RunningProxy {
   readonly address: { host: string; port: number };
   readonly reverse: { host: string; port: number; upstream: string }[];
+  /** The transparent listener's addresses (IPv4 and its IPv6 twin); empty when it is off. */
+  readonly transparent: readonly { host: string; port: number }[];
   /** The gateway CA certificate apps must trust for intercepted hosts. */
   readonly caPem: string;
   /**
@@ -269,6 +274,41 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   // Route host names: looked up now and on the refresh interval; readiness waits for the first round.
   void hostAddresses.start();
 
+  // The transparent listener (proxy.transparent), imported only when on: it loads the FFI (koffi)
+  // that reads SO_ORIGINAL_DST. It shares this proxy's CA, routes, route host addresses, exchange,
+  // connection caps, idle sweeping and shutdown.
+  let transparent: { addresses: readonly { host: string; port: number }[]; close(): Promise<void> } | undefined;
+  if (config.transparent) {
+    try {
+      const { startTransparent } = await import('./transparent/index.ts');
+      transparent = await startTransparent({
+        config: config.transparent,
+        routes: config.routes ?? [],
+        table: routes.table,
+        leaves,
+        connectTimeoutMs,
+        logger,
+        serve,
+        onUpgrade,
+        onClientError,
+        guard: (server, name) => limits.guard(server, name, maxConnections),
+        sockets,
+        intercepted,
+        outer,
+        ...deps.transparentOverrides,
+      });
+    } catch (err) {
+      for (const s of servers) {
+        s.close();
+        s.closeAllConnections();
+      }
+      hostAddresses.close();
+      sweeper.close();
+      await agent.close();
+      throw err;
+    }
+  }
+
   async function startReverse(r: ReverseListener, index: number): Promise<{ host: string; port: number; upstream: string }> {
     const base = reverseBase(r.upstream);
     const server = createServer({ keepAliveTimeout: 30_000 });
@@ -296,6 +336,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   return {
     address,
     reverse,
+    transparent: transparent?.addresses ?? [],
     caPem: ca.certPem,
     ready: () => notReadyReason() === undefined,
     notReadyReason,
@@ -304,6 +345,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         shuttingDown = true;
         hostAddresses.close();
         const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+        if (transparent) closed.push(transparent.close());
         for (const s of servers) s.closeIdleConnections();
         const timer = setTimeout(() => {
           for (const s of servers) s.closeAllConnections();

@@ -118,15 +118,17 @@ const MAX_STATUS_LINE = 8 * 1024;
  */
 function spliceUpgrade(deps: UpgradeDeps, req: IncomingMessage, client: Duplex, head: Buffer, target: Target, guarded: boolean): void {
   track(deps.sockets, client);
+  // The transparent listener's targets name the address to dial (connectTo): never a DNS lookup.
+  const host = target.connectTo?.address ?? target.host;
   const upstream =
     target.scheme === 'https'
       ? tlsConnect({
-          host: target.host,
+          host,
           port: target.port,
-          servername: isIP(target.host) === 0 ? target.host : undefined,
+          servername: target.connectTo ? target.connectTo.servername : isIP(target.host) === 0 ? target.host : undefined,
           ...(deps.ca ? { ca: deps.ca } : {}),
         })
-      : netConnect({ host: target.host, port: target.port });
+      : netConnect({ host, port: target.port });
   track(deps.sockets, upstream);
   let connected = false;
   const refuseUpstream = (detail: string): void => sendProblemOnSocket(client, problemOf(new DpgError('UPSTREAM_UNREACHABLE', detail)));

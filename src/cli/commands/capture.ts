@@ -1,0 +1,103 @@
+// `dpg capture`: installs (or prints, or removes) the iptables rules that redirect this network
+// namespace's outbound TCP to the transparent listener — what an init container runs. The work is
+// in src/capture/; this module parses flags and reads the config for the default ports.
+
+import { ConfigError } from '../../core/errors.ts';
+import { parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
+
+const options = {
+  'proxy-uid': { type: 'string', value: 'UID', help: "the gateway's UID, exempt from capture (default 10001; never 0)" },
+  'app-uid': { type: 'string', value: 'UID', help: "the app's UID: refused when it is the gateway's" },
+  'redirect-port': { type: 'string', value: 'PORT', help: "the transparent listener's port (default: the config's, else 15006)" },
+  'include-ports': { type: 'string', value: 'LIST|*', help: 'TCP ports to capture, comma-separated, or * for all (default: the ports routes name, else 80,443)' },
+  'exclude-ports': { type: 'string', value: 'LIST', help: 'TCP ports never captured' },
+  'exclude-cidrs': { type: 'string', value: 'LIST', help: 'destination CIDRs never captured (IPv4 and IPv6)' },
+  backend: { type: 'string', value: 'nft|legacy', help: 'iptables backend (default nft)' },
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config for the default ports (default DPG_CONFIG when set)' },
+  'dry-run': { type: 'boolean', help: 'print the rules and commands, change nothing' },
+  remove: { type: 'boolean', help: 'remove every rule and chain capture installed' },
+} satisfies FlagSpec;
+
+const USAGE = `dpg capture [--proxy-uid 10001] [--app-uid UID] [--redirect-port 15006] [--include-ports 80,443|*]
+            [--exclude-ports LIST] [--exclude-cidrs LIST] [--backend nft|legacy] [--config FILE]
+            [--dry-run] [--remove]
+    Redirects this network namespace's outbound TCP (IPv4 and IPv6) to the gateway's transparent
+    listener with iptables, so apps are protected with no proxy setting. Run as root (NET_ADMIN),
+    before the app starts (an init container). Re-running gives the same rules; --remove undoes it.`;
+
+const DETAILS = `Rules (chain DPG_OUTPUT in the nat table; docs/transparent.md): connections of the gateway's
+UID return, loopback destinations (127.0.0.0/8, ::1) return, excluded CIDRs and ports return, the
+included ports are redirected. UDP to the included ports is rejected (HTTP/3 falls back to TCP).
+After installing, a probe connection to this host's own address must arrive on the redirect port,
+else the command fails. With the gateway down, redirected connections are refused: nothing goes
+out uncaptured.`;
+
+function ports(text: string, flag: string): number[] {
+  const list = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (list.length === 0 || list.some((p) => !/^\d{1,5}$/.test(p))) throw new UsageError(`--${flag} must be a comma-separated list of ports`);
+  return list.map(Number);
+}
+
+function uid(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(text.trim())) throw new UsageError(`--${flag} must be a numeric UID`);
+  return Number(text);
+}
+
+export const captureCommand: Command = {
+  name: 'capture',
+  summary: "redirect this network namespace's outbound TCP to the transparent listener (iptables)",
+  usage: USAGE,
+  options,
+  details: DETAILS,
+  async run(args, io) {
+    const { values: v } = parseFlags(args, options);
+    if (v['dry-run'] && v.remove) throw new UsageError('--dry-run and --remove cannot be combined');
+    const backend = (v.backend as string | undefined) ?? 'nft';
+    if (backend !== 'nft' && backend !== 'legacy') throw new UsageError('--backend must be nft or legacy');
+
+    // The config (when named) gives the default ports and the listener's port.
+    let routes: readonly { match?: { port?: number } }[] | undefined;
+    let configPort: number | undefined;
+    const file = (v.config as string | undefined) ?? (process.env.DPG_CONFIG || undefined);
+    if (file !== undefined) {
+      const { loadConfig } = await import('../../config/load.ts');
+      const { config, problems } = loadConfig({ file });
+      if (!config) throw new ConfigError(problems);
+      routes = config.proxy.routes;
+      const listen = config.proxy.transparent?.listen.port;
+      if (listen !== undefined && listen !== 0) configPort = listen;
+    }
+    const { routePorts } = await import('../../capture/rules.ts');
+    const include = v['include-ports'] as string | undefined;
+    const includePorts = include === undefined ? routePorts(routes ?? []) : include.trim() === '*' ? '*' : ports(include, 'include-ports');
+    const portsFrom = include !== undefined ? '--include-ports' : routes !== undefined && routes.length > 0 ? 'the ports routes name' : 'default';
+    const redirect = v['redirect-port'] as string | undefined;
+    if (redirect !== undefined && !/^\d{1,5}$/.test(redirect)) throw new UsageError('--redirect-port must be a port');
+
+    const { runCapture } = await import('../../capture/capture.ts');
+    try {
+      await runCapture(
+        {
+          options: {
+            proxyUid: uid(v['proxy-uid'] as string | undefined, 'proxy-uid') ?? 10001,
+            appUid: uid(v['app-uid'] as string | undefined, 'app-uid'),
+            redirectPort: redirect !== undefined ? Number(redirect) : (configPort ?? 15006),
+            includePorts,
+            excludePorts: v['exclude-ports'] ? ports(v['exclude-ports'] as string, 'exclude-ports') : [],
+            excludeCidrs: v['exclude-cidrs'] ? (v['exclude-cidrs'] as string).split(',').map((c) => c.trim()).filter((c) => c !== '') : [],
+          },
+          backend,
+          mode: v['dry-run'] ? 'dry-run' : v.remove ? 'remove' : 'apply',
+          portsFrom,
+        },
+        (line) => io.stdout.write(`${line}\n`),
+      );
+    } catch (err) {
+      // Capture handles no payload or secret: the messages (ours and iptables') are what to act on.
+      io.stderr.write(`dpg capture: ${err instanceof Error ? err.message : String(err)}\n`);
+      return 1;
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,283 @@
+// Transparent capture on a real kernel. Two network namespaces made by this test and linked by a
+// veth pair: "world" (198.51.100.10-12, 2001:db8::10-11: the upstream servers) and "pod" (the
+// gateway as UID 10001 and apps as UID 10002, with `dpg capture` installed). The apps — curl,
+// Python urllib, Node fetch, Java HttpClient — get no proxy setting at all, only CA variables from
+// `dpg ca bundle`. The world server prints every request and every connection's raw bytes.
+// Needs root, iptables and namespaces; otherwise one line says why it was skipped.
+
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { iptablesSkipReason, createNamespace, lines, link, netnsSkipReason, sharedTempDir, userTempDir, type Namespace } from '../helpers/netns.ts';
+import { namedPki } from '../proxy/transparent/helpers.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FIXTURES = join(ROOT, 'test/capture/fixtures');
+const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
+const DPG = join(ROOT, 'bin/dpg.js');
+const CARD = '4111111111111111';
+const MASKED = '************1111';
+const GATEWAY_UID = 10001;
+const APP_UID = 10002;
+
+const HOSTS = {
+  'api.partner.test': '198.51.100.10',
+  'other.test': '198.51.100.11',
+  'excluded.partner.test': '198.51.100.12',
+  'api6.partner.test': '2001:db8::10',
+};
+
+const skip = netnsSkipReason() ?? iptablesSkipReason();
+if (skip) console.log(`# SKIPPED transparent capture suite (test/capture/capture.test.ts): ${skip}`);
+
+interface WorldEvent {
+  event: 'request' | 'raw' | 'ready';
+  scheme?: string;
+  local?: string;
+  port?: number;
+  url?: string;
+  host?: string;
+  body?: string;
+  bytes?: string;
+}
+
+describe('transparent capture on a real kernel', { skip: skip !== undefined }, () => {
+  let world: Namespace;
+  let pod: Namespace;
+  let worldServer: ChildProcess;
+  let events: WorldEvent[] = [];
+  let gateway: ChildProcess | undefined;
+  let gatewayLog: ReturnType<typeof lines>;
+  let dir: string;
+  let bundleDir: string;
+  let configFile: string;
+  let dataDir: string;
+  let appEnv: Record<string, string>;
+  let gatewayEnv: Record<string, string>;
+
+  const requests = (): WorldEvent[] => events.filter((e) => e.event === 'request');
+  const bodyOf = (marker: string): Record<string, unknown> | undefined => {
+    const hit = requests().find((e) => e.body?.includes(`"${marker}"`));
+    return hit?.body ? (JSON.parse(hit.body) as Record<string, unknown>) : undefined;
+  };
+  const payload = (marker: string): string => JSON.stringify({ cardNumber: CARD, marker });
+
+  async function startGateway(env = gatewayEnv, uid = GATEWAY_UID): Promise<ChildProcess> {
+    const child = pod.spawn('node', [DPG, 'serve', '--config', configFile], { uid, env, cwd: ROOT });
+    gatewayLog = lines(child.stdout);
+    child.stderr?.on('data', (d: Buffer) => process.stderr.write(`[gateway] ${d}`));
+    return child;
+  }
+
+  async function stopGateway(): Promise<void> {
+    if (!gateway || gateway.exitCode !== null) return;
+    const exited = new Promise((resolve) => gateway?.once('exit', resolve));
+    gateway.kill('SIGTERM');
+    await exited;
+  }
+
+  before(async () => {
+    dir = sharedTempDir('dpg-capture-');
+    const pki = namedPki(dir, ['api.partner.test', 'api6.partner.test', 'other.test', 'excluded.partner.test']);
+    writeFileSync(join(dir, 'upstream.crt'), pki.certPem, { mode: 0o644 });
+    writeFileSync(join(dir, 'upstream.key'), pki.keyPem, { mode: 0o644 });
+
+    world = await createNamespace('world');
+    pod = await createNamespace('pod', { hosts: HOSTS });
+    await link(
+      { ns: pod, ifname: 'eth0', addresses: ['198.51.100.2/24', '2001:db8::2/64'] },
+      { ns: world, ifname: 'eth0', addresses: ['198.51.100.10/24', '198.51.100.11/24', '198.51.100.12/24', '2001:db8::10/64', '2001:db8::11/64'] },
+    );
+    worldServer = world.spawn('node', ['--import', TS_LOADER, join(FIXTURES, 'world.ts'), join(dir, 'upstream.crt'), join(dir, 'upstream.key')], { cwd: ROOT });
+    const worldLines = lines(worldServer.stdout);
+    worldServer.stdout?.on('data', () => {
+      events = worldLines.all().map((l) => JSON.parse(l) as WorldEvent);
+    });
+    await worldLines.waitFor(/"ready"/);
+
+    // Gateway config: one route for every *.partner.test host on any port; its CA and the upstream's roots.
+    dataDir = userTempDir(GATEWAY_UID);
+    configFile = join(dir, 'gateway.yaml');
+    writeFileSync(
+      configFile,
+      `http: { listen: "127.0.0.1:0" }
+grpc: { listen: "127.0.0.1:0" }
+keys: { source: generated }
+manifests: ${join(ROOT, 'config/manifests')}
+proxy:
+  listen: "127.0.0.1:0"
+  upstreamCa: ${pki.caFile}
+  routes:
+    - name: partner
+      match: { host: "*.partner.test", path: "/v1/customers/**" }
+      request: { manifest: customer, jobType: Mask }
+  transparent: { listen: "127.0.0.1:15006" }
+logging: { level: info }
+`,
+      { mode: 0o644 },
+    );
+
+    // dpg capture, as root in the pod, as an init container would (ports 80, 443 and 8080; 8080 excluded below).
+    const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
+    assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
+    assert.match(cap.stdout, /probe IPv6: \[2001:db8::2\]:80 arrived on port 15006/);
+
+    // dpg ca bundle, as root too, handing the CA it generates to the gateway's user.
+    bundleDir = join(dir, 'trust');
+    const bundle = await pod.run('node', [DPG, 'ca', 'bundle', '--out', bundleDir, '--config', configFile, '--owner', `${GATEWAY_UID}:${GATEWAY_UID}`], { cwd: ROOT, env: { DPG_DATA_DIR: dataDir } });
+    assert.equal(bundle.code, 0, bundle.stderr);
+
+    const gatewayHome = userTempDir(GATEWAY_UID);
+    gatewayEnv = { HOME: gatewayHome, TMPDIR: gatewayHome, DPG_DATA_DIR: dataDir, DPG_LOG_LEVEL: 'info' };
+    gateway = await startGateway();
+    await gatewayLog.waitFor(/transparent proxy listening.*"port":15006|"port":15006.*transparent proxy listening/);
+
+    const appHome = userTempDir(APP_UID);
+    // Only CA variables: no HTTP_PROXY, no NO_PROXY, nothing else of the gateway.
+    appEnv = {
+      HOME: appHome,
+      TMPDIR: appHome,
+      SSL_CERT_FILE: join(bundleDir, 'bundle.pem'),
+      REQUESTS_CA_BUNDLE: join(bundleDir, 'bundle.pem'),
+      CURL_CA_BUNDLE: join(bundleDir, 'bundle.pem'),
+      NODE_EXTRA_CA_CERTS: join(bundleDir, 'bundle.pem'),
+      JAVA_TOOL_OPTIONS: `-Djavax.net.ssl.trustStore=${join(bundleDir, 'truststore.p12')} -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit -XX:-UsePerfData`,
+    };
+  });
+
+  after(async () => {
+    await stopGateway();
+    await pod?.close();
+    await world?.close();
+  });
+
+  const app = (cmd: string, args: string[]) => pod.run(cmd, args, { uid: APP_UID, env: appEnv, cwd: ROOT });
+
+  test('curl: routed HTTP and HTTPS (IPv4 and IPv6) arrive masked; unrouted HTTPS shows the upstream certificate', async () => {
+    for (const [marker, url] of [
+      ['curl-http', 'http://api.partner.test/v1/customers'],
+      ['curl-https', 'https://api.partner.test/v1/customers'],
+      ['curl-https6', 'https://api6.partner.test/v1/customers'],
+      ['curl-http6', 'http://api6.partner.test/v1/customers'],
+    ]) {
+      const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload(marker), url]);
+      assert.equal(r.code, 0, `${url}: ${r.stderr}`);
+      assert.equal(bodyOf(marker)?.cardNumber, MASKED, url);
+    }
+    const v4 = requests().find((e) => e.body?.includes('"curl-https"'));
+    assert.equal(v4?.local?.replace(/^::ffff:/, ''), '198.51.100.10', 'the IPv4 original destination was recovered and dialled');
+    const v6 = requests().find((e) => e.body?.includes('"curl-https6"'));
+    assert.equal(v6?.local, '2001:db8::10', 'the IPv6 original destination was recovered and dialled');
+    const unrouted = await app('curl', ['-sS', '-v', '-o', '/dev/null', 'https://other.test/']);
+    assert.equal(unrouted.code, 0, unrouted.stderr);
+    assert.match(unrouted.stderr, /issuer: CN=Transparent Test Upstream CA/);
+  });
+
+  test('Python urllib, Node fetch and Java HttpClient: routed HTTP and HTTPS arrive masked', async () => {
+    const plan = (client: string) => [
+      { method: 'POST', url: 'http://api.partner.test/v1/customers', body: payload(`${client}-http`) },
+      { method: 'POST', url: 'https://api.partner.test/v1/customers', body: payload(`${client}-https`) },
+      { method: 'GET', url: 'https://other.test/' },
+    ];
+    const py = await app('python3', [join(FIXTURES, 'client.py'), JSON.stringify(plan('python'))]);
+    assert.equal(py.code, 0, py.stderr);
+    for (const r of JSON.parse(py.stdout) as { url: string; status?: number; error?: string }[]) assert.equal(r.status, 200, `python ${r.url}: ${r.error}`);
+    const node = await app('node', [join(FIXTURES, 'client.mjs'), 'fetch', JSON.stringify(plan('node'))]);
+    assert.equal(node.code, 0, node.stderr);
+    for (const r of JSON.parse(node.stdout) as { url: string; status?: number; error?: string }[]) assert.equal(r.status, 200, `node ${r.url}: ${r.error}`);
+    for (const client of ['python', 'node']) {
+      assert.equal(bodyOf(`${client}-http`)?.cardNumber, MASKED, `${client} http`);
+      assert.equal(bodyOf(`${client}-https`)?.cardNumber, MASKED, `${client} https`);
+    }
+
+    if (spawnSync('java', ['-version'], { stdio: 'ignore' }).error) {
+      console.log('# SKIPPED Java HttpClient check: no java on this machine');
+      return;
+    }
+    const java = await app('java', [join(FIXTURES, 'Client.java'), ...plan('java').map((r) => `${r.method} ${r.url}${r.body ? ` ${r.body}` : ''}`)]);
+    assert.equal(java.code, 0, java.stderr);
+    for (const line of java.stdout.trim().split('\n')) assert.match(line, / 200$/, `java: ${line}`);
+    assert.equal(bodyOf('java-http')?.cardNumber, MASKED, 'java http');
+    assert.equal(bodyOf('java-https')?.cardNumber, MASKED, 'java https');
+  });
+
+  test('unrouted HTTPS is spliced (the app sees the upstream certificate); unrouted HTTP arrives byte-equal', async () => {
+    const issuer = await app('node', [join(FIXTURES, 'client.mjs'), 'issuer', JSON.stringify({ host: 'other.test', port: 443 })]);
+    assert.match(JSON.parse(issuer.stdout).issuer, /Transparent Test Upstream CA/);
+    const body = `{"cardNumber":"${CARD}"}`;
+    const sent = `POST /plain HTTP/1.1\r\nHost: other.test\r\nX-Odd-Case:  kept as sent \r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
+    const raw = await app('node', [join(FIXTURES, 'client.mjs'), 'raw', JSON.stringify({ host: 'other.test', port: 80, payload: sent })]);
+    assert.match(JSON.parse(raw.stdout).response, /^HTTP\/1\.1 200/);
+    await waitFor(() => events.some((e) => e.event === 'raw' && Buffer.from(e.bytes ?? '', 'base64').toString('latin1') === sent), 'byte-equal raw arrival');
+  });
+
+  test('excluded ports and CIDRs bypass the gateway (the routed body arrives in clear)', async () => {
+    const port = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '--data', payload('excluded-port'), '-H', 'content-type: application/json', 'http://api.partner.test:8080/v1/customers']);
+    assert.equal(port.code, 0, port.stderr);
+    assert.equal(bodyOf('excluded-port')?.cardNumber, CARD);
+    const cidr = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '--data', payload('excluded-cidr'), '-H', 'content-type: application/json', 'http://excluded.partner.test/v1/customers']);
+    assert.equal(cidr.code, 0, cidr.stderr);
+    assert.equal(bodyOf('excluded-cidr')?.cardNumber, CARD);
+  });
+
+  test('the gateway connects out as its own UID without being redirected back to itself', async () => {
+    // Each routed request above reached the world exactly once; a loop would have repeated it or hung.
+    for (const marker of ['curl-http', 'curl-https', 'node-https']) assert.equal(requests().filter((e) => e.body?.includes(`"${marker}"`)).length, 1, marker);
+    assert.doesNotMatch(gatewayLog.all().join('\n'), /redirected back/);
+  });
+
+  test('rules are idempotent: capture again gives the same rules; --remove leaves none', async () => {
+    const save = async (): Promise<string> =>
+      ((await pod.must('iptables-save', [])) + (await pod.must('ip6tables-save', []))).split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    const first = await save();
+    assert.match(first, /-A DPG_OUTPUT -m owner --uid-owner 10001 -j RETURN/);
+    assert.match(first, /-A DPG_OUTPUT -d 127\.0\.0\.0\/8 -j RETURN/);
+    assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
+    // Probing the redirect port while the gateway holds it: accepted there.
+    const again = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(await save(), first);
+  });
+
+  test('gateway stopped: the app is refused, nothing reaches the upstream; then --remove leaves no rule', async () => {
+    await stopGateway();
+    const before = events.length;
+    for (const url of ['http://api.partner.test/v1/customers', 'https://api.partner.test/v1/customers', 'https://other.test/', 'http://[2001:db8::11]/']) {
+      const r = await app('curl', ['-sS', '-o', '/dev/null', '--data', payload('while-down'), url]);
+      assert.equal(r.code, 7, `${url} must be refused (curl exit 7): ${r.stderr}`);
+      assert.match(r.stderr, /Connection refused|Couldn't connect/);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(events.slice(before).length, 0, 'nothing reached the upstream');
+
+    const removed = await pod.run('node', [DPG, 'capture', '--remove'], { cwd: ROOT });
+    assert.equal(removed.code, 0, removed.stderr);
+    const left = (await pod.must('iptables-save', [])) + (await pod.must('ip6tables-save', []));
+    assert.doesNotMatch(left, /DPG_OUTPUT/);
+    // Without capture the app goes direct: the world answers.
+    const direct = await app('curl', ['-sS', '--fail', '-o', '/dev/null', 'http://other.test/']);
+    assert.equal(direct.code, 0, direct.stderr);
+  });
+
+  test('a gateway whose UID the rules do not exempt refuses to start (its connections would loop)', async () => {
+    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10009'], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
+    const looping = await startGateway();
+    const code = await new Promise<number | null>((resolve) => looping.once('exit', resolve));
+    assert.notEqual(code, 0);
+    assert.match(gatewayLog.all().join('\n'), /redirected back to it/);
+    await pod.must('node', [DPG, 'capture', '--remove'], { cwd: ROOT });
+  });
+});
+
+async function waitFor(check: () => boolean, what: string, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

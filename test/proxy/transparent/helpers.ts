@@ -1,0 +1,154 @@
+// Fixtures for the transparent listener: an upstream PKI naming the hosts a test needs, and a
+// proxy started with the transparent listener on, whose "original destination" is whatever the test
+// says the next connection was going to (no kernel redirect needed on loopback).
+
+import { generateKeyPairSync } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { ProxyRoute, TransparentConfig } from '../../../src/config/types.ts';
+import { createLogger } from '../../../src/core/logger.ts';
+import { Metrics } from '../../../src/core/metrics.ts';
+import { randomSerial } from '../../../src/proxy/ca.ts';
+import { startProxy, type RunningProxy } from '../../../src/proxy/index.ts';
+import type { OriginalDestination } from '../../../src/proxy/transparent/original-destination.ts';
+import { createCertificate, encodeName, issuerIdentity } from '../../../src/proxy/x509.ts';
+import { testEngine } from '../../helpers/engine.ts';
+import { echo, proxyConfig, tempDir, type Received, type TestPki, type Upstream } from '../helpers.ts';
+
+/** A recording echo upstream (like ../helpers.ts startUpstream) on several loopback addresses at one port. */
+export async function startUpstreamOn(addresses: readonly string[], options: { tls?: TestPki } = {}): Promise<Upstream> {
+  const received: Received[] = [];
+  const raw: Buffer[] = [];
+  const sockets = new Set<Socket>();
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      echo(req, res, body);
+    });
+  };
+  const servers: Server[] = [];
+  let port = 0;
+  for (const address of addresses) {
+    const server = options.tls ? createHttpsServer({ cert: options.tls.certPem, key: options.tls.keyPem }, onRequest) : createHttpServer(onRequest);
+    server.on(options.tls ? 'secureConnection' : 'connection', (s: Socket) => {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('data', (d: Buffer) => raw.push(d));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, address, () => resolve());
+    });
+    port = (server.address() as AddressInfo).port;
+    servers.push(server);
+  }
+  return {
+    port,
+    origin: `${options.tls ? 'https' : 'http'}://${addresses[0]}:${port}`,
+    received,
+    rawBytes: () => Buffer.concat(raw),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    },
+  };
+}
+
+/** An upstream CA (not the gateway's) and one server certificate for every name and address given. */
+export function namedPki(dir: string, names: readonly string[]): TestPki {
+  const now = Date.now();
+  const caKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const caName = encodeName('Transparent Test Upstream CA');
+  const ca = createCertificate({
+    subject: caName,
+    publicKey: caKeys.publicKey,
+    selfSigningKey: caKeys.privateKey,
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 86400_000),
+    isCa: true,
+    serial: randomSerial(),
+  });
+  const leafKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const leaf = createCertificate({
+    subject: encodeName(names[0]),
+    publicKey: leafKeys.publicKey,
+    issuer: { name: caName, privateKey: caKeys.privateKey, keyIdentifier: issuerIdentity(ca.der).keyIdentifier },
+    notBefore: new Date(now - 3600_000),
+    notAfter: new Date(now + 86400_000),
+    isCa: false,
+    altNames: [...names],
+    serial: randomSerial(),
+  });
+  const caFile = join(dir, 'upstream-ca.pem');
+  writeFileSync(caFile, ca.pem, { mode: 0o644 });
+  return { caPem: ca.pem, caFile, certPem: leaf.pem, keyPem: leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+}
+
+export function transparentConfig(overrides: Partial<TransparentConfig> = {}): TransparentConfig {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    ipv6: false,
+    peekTimeoutMs: 200,
+    encryptedClientHello: 'refuse',
+    ...overrides,
+  };
+}
+
+export interface TransparentProxy {
+  readonly proxy: RunningProxy;
+  /** Port of the transparent listener. */
+  readonly port: number;
+  readonly caPem: string;
+  /** The next accepted connection was "redirected" from this destination (undefined: not redirected). */
+  redirectNext(dst: OriginalDestination | undefined): void;
+  logText(): string;
+  close(): Promise<void>;
+}
+
+export async function startTransparentProxy(options: {
+  routes: ProxyRoute[];
+  hosts?: Record<string, string[]>;
+  upstreamCa?: string;
+  transparent?: Partial<TransparentConfig>;
+}): Promise<TransparentProxy> {
+  const lines: string[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString('utf8'));
+        cb();
+      },
+    }),
+  });
+  const queue: (OriginalDestination | undefined)[] = [];
+  const hosts = options.hosts ?? {};
+  const proxy = await startProxy({
+    config: proxyConfig({ routes: options.routes, transparent: transparentConfig(options.transparent), ...(options.upstreamCa ? { upstreamCa: options.upstreamCa } : {}) }),
+    dataDir: tempDir(),
+    engine: testEngine(),
+    logger,
+    metrics: new Metrics({ collectDefaults: false }),
+    resolveHost: async (name) => {
+      const found = hosts[name];
+      if (!found) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      return found;
+    },
+    transparentOverrides: { originalDestination: () => queue.shift() },
+  });
+  return {
+    proxy,
+    port: proxy.transparent[0].port,
+    caPem: proxy.caPem,
+    redirectNext: (dst) => queue.push(dst),
+    logText: () => lines.join(''),
+    close: () => proxy.close(500),
+  };
+}
