@@ -7,6 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { overrideMethods } from '../../src/proxy/method-override.ts';
+import { ANY_METHOD } from '../../src/proxy/routes.ts';
 import { CARD, proxyConfig, route, sendRaw, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 const MASKED = '************1111';
@@ -33,6 +35,17 @@ function phpQuery(query: string): Map<string, string> {
   }
   return out;
 }
+
+test('overrideMethods: headers, _method, POST bodies that may carry _method; nothing otherwise', () => {
+  assert.deepEqual(overrideMethods('GET', {}, undefined, ''), []);
+  assert.deepEqual(overrideMethods('GET', {}, 'q=x&page=2', ''), []);
+  assert.deepEqual(overrideMethods('POST', { 'x-http-method-override': 'put, Delete' }, undefined, 'text/plain'), ['PUT', 'DELETE']);
+  assert.deepEqual(overrideMethods('POST', { 'x-method-override': 'POST' }, undefined, ''), [], 'its own method adds nothing');
+  assert.deepEqual(overrideMethods('GET', {}, 'a=1;_method=patch&%2Emethod=delete', ''), ['PATCH', 'DELETE']);
+  assert.deepEqual(overrideMethods('POST', {}, undefined, 'application/x-www-form-urlencoded'), [ANY_METHOD]);
+  assert.deepEqual(overrideMethods('POST', {}, undefined, 'application/vnd.api+json'), [ANY_METHOD]);
+  assert.deepEqual(overrideMethods('PUT', {}, undefined, 'application/json'), [], 'only a POST body overrides');
+});
 
 describe('method override and PHP query names', () => {
   let up: Upstream;
