@@ -12,6 +12,7 @@ import { testEngine, job, DEFAULT_MANIFESTS } from '../test/helpers/engine.ts';
 import { ContentScanner } from '../src/detect/scanner.ts';
 import { DETECT_KINDS } from '../src/detect/kinds.ts';
 import { rng } from '../test/helpers/rng.ts';
+import { oneMegabyteJsonDocument } from './documents.ts';
 import { timeLoop } from './timing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dpg-bench-detect-'));
@@ -44,26 +45,6 @@ function textHeavyDocument(): string {
       notes: r() < 0.35 ? `${sentence()} ${PII[i % PII.length]} ${sentence()}` : `${sentence()}. ${sentence()}`,
       comment: sentence(),
       status: ['open', 'closed', 'pending'][i % 3],
-    });
-  }
-  return JSON.stringify({ records });
-}
-
-/** The document of bench/json.bench.ts (same generator). */
-function jsonBenchDocument(): string {
-  const records = [];
-  for (let i = 0; records.length === 0 || JSON.stringify(records).length < 1_000_000; i++) {
-    records.push({
-      id: i,
-      cardNumber: `4111 1111 ${String(1000 + (i % 9000))} ${String(1000 + ((i * 7) % 9000))}`,
-      firstName: `First${i}`,
-      lastName: `Last${i}`,
-      city: 'Springfield',
-      street: `${i} Evergreen Terrace`,
-      active: i % 2 === 0,
-      balance: i * 3.25,
-      tier: ['gold', 'silver', 'bronze'][i % 3],
-      created: '2024-01-01T00:00:00Z',
     });
   }
   return JSON.stringify({ records });
@@ -112,7 +93,7 @@ const row = (label: string, perSecond: number, mb: number) => console.log(`${lab
 }
 
 {
-  const text = jsonBenchDocument();
+  const text = oneMegabyteJsonDocument();
   const mb = text.length / 1e6;
   console.log(`\njson.bench.ts document: ${mb.toFixed(2)} MB`);
   const r = race({

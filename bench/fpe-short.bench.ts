@@ -2,35 +2,16 @@
 // cycle walking into the short set) next to long values of the same format in the same run (the
 // in-place FF1 every value took before), one value at a time and batched. Bounded to ~30 s.
 
-import { createHmac } from 'node:crypto';
 import type { Scalar } from '../src/core/types.ts';
-import { techniqueFor } from '../src/techniques/registry.ts';
-import type { BindContext, BoundTechnique, KeyMaterial } from '../src/techniques/technique.ts';
+import type { BoundTechnique } from '../src/techniques/technique.ts';
+import { bindTechnique, ctxOf, fakeKeys } from '../test/techniques/fake-keys.ts';
 import { timeLoop } from './timing.ts';
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? 1500);
 
-const keyCache = new Map<string, KeyMaterial>();
-const ctx: BindContext = {
-  keys: {
-    active(purpose) {
-      let km = keyCache.get(purpose);
-      if (!km) keyCache.set(purpose, (km = { kid: 'bench', version: 1, key: new Uint8Array(createHmac('sha256', 'bench').update(purpose).digest()) }));
-      return km;
-    },
-    version() {
-      throw new Error('not used');
-    },
-    scope: new TextEncoder().encode('tp=1;du=1'),
-  },
-  preserveStringLength: false,
-  restrictedText: undefined,
-};
-
+/** Binds a Pseudonymise format the way the manifest loader and the engine do. */
 function bind(format: string): BoundTechnique {
-  const options = { format };
-  const technique = techniqueFor('Pseudonymise', options);
-  return technique.compile(technique.validate(options), { manifest: 'bench', field: format }).bind(ctx);
+  return bindTechnique('Pseudonymise', { format }, ctxOf(fakeKeys('tp=1;du=1')));
 }
 
 let seed = 42;

@@ -3,10 +3,9 @@
 // card pseudonym (one value at a time and batched). Bounded to well under a minute.
 
 import { randomInt } from 'node:crypto';
-import { createHmac } from 'node:crypto';
 import type { Scalar } from '../src/core/types.ts';
-import { techniqueFor } from '../src/techniques/registry.ts';
-import type { BindContext, BoundTechnique, KeyMaterial } from '../src/techniques/technique.ts';
+import type { BoundTechnique } from '../src/techniques/technique.ts';
+import { bindTechnique, ctxOf, fakeKeys } from '../test/techniques/fake-keys.ts';
 
 const DURATION_MS = Number(process.env.BENCH_MS ?? 3000);
 const GOAL = 5_000_000;
@@ -29,26 +28,8 @@ function luhnCard(): string {
 const cards = Array.from({ length: 65_536 }, luhnCard);
 const spaced = cards.map((c) => c.replace(/(\d{4})(?=\d)/g, '$1 '));
 
-const keyCache = new Map<string, KeyMaterial>();
-const ctx: BindContext = {
-  keys: {
-    active(purpose) {
-      let km = keyCache.get(purpose);
-      if (!km) keyCache.set(purpose, (km = { kid: 'bench', version: 1, key: new Uint8Array(createHmac('sha256', 'bench').update(purpose).digest()) }));
-      return km;
-    },
-    version() {
-      throw new Error('not used');
-    },
-    scope: new TextEncoder().encode('tp=1;du=1'),
-  },
-  preserveStringLength: false,
-  restrictedText: undefined,
-};
-
 function bind(jobType: 'Mask' | 'Pseudonymise', options: Record<string, unknown>): BoundTechnique {
-  const t = techniqueFor(jobType, options);
-  return t.compile(t.validate(options), { manifest: 'bench', field: 'cardNumber' }).bind(ctx);
+  return bindTechnique(jobType, options, ctxOf(fakeKeys('tp=1;du=1')));
 }
 
 let sink = 0;

@@ -1,6 +1,6 @@
 // An open-loop constant-rate load generator: sends follow the clock, not the answers, and each
 // latency is measured from its actual send, so a slow server cannot hide its queueing (no
-// coordinated omission). The method of bench/proxy.bench.ts, as a module other benchmarks share.
+// coordinated omission). Shared by bench/proxy.bench.ts and bench/transparent.bench.ts.
 
 import { Pool } from 'undici';
 

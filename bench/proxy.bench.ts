@@ -22,6 +22,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { maskRoute, startBenchProxy } from './bench-proxy.ts';
+import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 /** Children load TypeScript the same way `npm run bench` does. */
 const TS_LOADER = new URL('../scripts/ts-loader.mjs', import.meta.url).href;
@@ -37,16 +39,6 @@ const ROUNDS = Number(process.env.PROXY_BENCH_ROUNDS ?? 3);
 /** Diagnosis: print every round, and pass extra flags (e.g. --trace-gc, --cpu-prof) to the proxy child. */
 const VERBOSE = process.env.PROXY_BENCH_VERBOSE === '1';
 const PROXY_FLAGS = (process.env.PROXY_BENCH_PROXY_FLAGS ?? '').split(' ').filter((f) => f !== '');
-
-/** A 1 KB JSON document with a few protected fields. */
-function payload(): string {
-  const doc = {
-    customer: { name: 'Ada Lovelace', email: 'ada.lovelace@example.com', cardNumber: '4111 1111 1111 1111', phone: '+44 20 7946 0958' },
-    order: { id: 'ord-0001', items: [] as { sku: string; qty: number }[] },
-  };
-  while (JSON.stringify(doc).length < 1000) doc.order.items.push({ sku: `sku-${doc.order.items.length}`, qty: 1 });
-  return JSON.stringify(doc).padEnd(1024, ' ');
-}
 
 // ---- child processes -------------------------------------------------------------------------
 
@@ -64,34 +56,13 @@ async function serveUpstream(): Promise<void> {
 }
 
 async function serveProxy(upstreamPort: number): Promise<void> {
-  const { startProxy } = await import('../src/proxy/index.ts');
-  const { createLogger } = await import('../src/core/logger.ts');
-  const { Metrics } = await import('../src/core/metrics.ts');
-  const { testEngine } = await import('../test/helpers/engine.ts');
-  const { pino } = await import('pino');
-  const proxy = await startProxy({
-    config: {
-      enabled: true,
-      listen: { host: '127.0.0.1', port: 0 },
-      connectTimeoutMs: 5000,
-      responseTimeoutMs: 30_000,
-      routes: [
-        {
-          name: 'bench-mask',
-          match: { host: '127.0.0.1', port: upstreamPort, methods: ['POST'], path: '/protect/**', contentType: 'application/json' },
-          request: { manifest: 'customer', jobType: 'Mask' },
-          onError: 'reject',
-          maxBodyBytes: 1024 * 1024,
-        },
-      ],
+  const proxy = await startBenchProxy(
+    {
+      routes: [maskRoute('bench-mask', '127.0.0.1', upstreamPort)],
       reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: `http://127.0.0.1:${upstreamPort}` }],
     },
-    dataDir: mkdtempSync(join(tmpdir(), 'dpg-bench-')),
-    engine: testEngine(),
-    // Audit lines are written as in production, to /dev/null.
-    logger: createLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) }),
-    metrics: new Metrics({ collectDefaults: false }),
-  });
+    mkdtempSync(join(tmpdir(), 'dpg-bench-')),
+  );
   process.stdout.write(JSON.stringify({ port: proxy.reverse[0].port }) + '\n');
   if (VERBOSE) reportPauses('proxy');
 }
@@ -205,52 +176,9 @@ http {
 
 // ---- load generator --------------------------------------------------------------------------
 
-interface Percentiles {
-  p50: number;
-  p99: number;
-  max: number;
-  errors: number;
-}
-
-async function constantRate(port: number, path: string, rate: number, body: string, measureMs = MEASURE_MS): Promise<Percentiles> {
-  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
-  const latencies: number[] = [];
-  let errors = 0;
-  const send = async (record: boolean): Promise<void> => {
-    const sentAt = performance.now();
-    try {
-      const res = await pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      await res.body.dump();
-      if (res.statusCode !== 200) errors++;
-    } catch {
-      errors++;
-    }
-    if (record) latencies.push(performance.now() - sentAt);
-  };
-  const intervalMs = 1000 / rate;
-  const inflight: Promise<void>[] = [];
-  const start = performance.now();
-  const end = start + WARMUP_MS + measureMs;
-  let sent = 0;
-  await new Promise<void>((resolve) => {
-    const tick = (): void => {
-      const now = performance.now();
-      // Send everything due by now (open loop: the schedule does not wait for answers). Timer
-      // ticks, not a busy loop: a spinning generator would steal the CPU it is measuring.
-      while (start + sent * intervalMs <= now && start + sent * intervalMs < end) {
-        inflight.push(send(start + sent * intervalMs >= start + WARMUP_MS));
-        sent++;
-      }
-      if (start + sent * intervalMs >= end) resolve();
-      else setTimeout(tick, 0);
-    };
-    tick();
-  });
-  await Promise.all(inflight);
-  await pool.close();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1], errors };
+/** Open-loop load at `rate` against one of the scenario ports (bench/open-loop.ts). */
+function loadAt(port: number, path: string, rate: number, body: string, measureMs = MEASURE_MS): Promise<Percentiles> {
+  return constantRate({ origin: `http://127.0.0.1:${port}`, path, rate, body, warmupMs: WARMUP_MS, measureMs });
 }
 
 const SCENARIO = {
@@ -261,7 +189,7 @@ const SCENARIO = {
 };
 
 async function main(): Promise<void> {
-  const body = payload();
+  const body = oneKilobyteJson();
   const upstream = await startChild(['serve-upstream']);
   const proxy = await startChild(['serve-proxy', String(upstream.port)], PROXY_FLAGS);
   const nginx = await startNginx(upstream.port);
@@ -276,14 +204,14 @@ async function main(): Promise<void> {
 
   console.log(`proxy bench: 1 KB JSON POST, open-loop constant rate, median of ${ROUNDS} interleaved rounds of ${MEASURE_MS / 1000} s (after ${WARMUP_MS / 1000} s warm-up)`);
   if (!nginx) console.log('nginx skipped: not installed (apt-get update && apt-get install -y nginx-light   or   nginx)');
-  for (const s of scenarios) if (s.port !== -1) await constantRate(s.port, s.path, Math.max(...RATES), body, FIRST_WARMUP_MS);
+  for (const s of scenarios) if (s.port !== -1) await loadAt(s.port, s.path, Math.max(...RATES), body, FIRST_WARMUP_MS);
   const rounds = new Map<string, Percentiles[]>();
   for (const rate of RATES) {
     for (let round = 0; round < ROUNDS; round++) {
       for (const s of scenarios) {
         if (s.port === -1) continue;
         const key = `${s.name}@${rate}`;
-        const r = await constantRate(s.port, s.path, rate, body);
+        const r = await loadAt(s.port, s.path, rate, body);
         if (VERBOSE) console.log(`  round ${round} ${key}: p50 ${r.p50.toFixed(3)} p99 ${r.p99.toFixed(3)} max ${r.max.toFixed(3)}`);
         rounds.set(key, [...(rounds.get(key) ?? []), r]);
       }
@@ -292,7 +220,7 @@ async function main(): Promise<void> {
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const results = new Map<string, Percentiles>();
   for (const [key, rs] of rounds) {
-    results.set(key, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), errors: rs.reduce((a, r) => a + r.errors, 0) });
+    results.set(key, { p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)), max: median(rs.map((r) => r.max)), maxAtMs: 0, errors: rs.reduce((a, r) => a + r.errors, 0) });
   }
   const fmt = (n: number): string => n.toFixed(3).padStart(8);
   console.log(`${'scenario'.padEnd(32)} ${'rate'.padStart(6)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'+p50'.padStart(8)} ${'+p99'.padStart(8)} errors`);

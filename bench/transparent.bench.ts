@@ -17,6 +17,7 @@ import { createServer, type RequestListener } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { maskRoute, startBenchProxy } from './bench-proxy.ts';
 import { constantRate, oneKilobyteJson, type LoadSpec, type Percentiles } from './open-loop.ts';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -56,43 +57,18 @@ function serveUpstream(): void {
 }
 
 async function serveGateway(dataDir: string): Promise<void> {
-  const { startProxy } = await import('../src/proxy/index.ts');
-  const { createLogger } = await import('../src/core/logger.ts');
-  const { Metrics } = await import('../src/core/metrics.ts');
-  const { testEngine } = await import('../test/helpers/engine.ts');
-  const { pino } = await import('pino');
-  const proxy = await startProxy({
-    config: {
-      enabled: true,
-      listen: { host: '127.0.0.1', port: 0 },
-      connectTimeoutMs: 5000,
-      responseTimeoutMs: 30_000,
+  const proxy = await startBenchProxy(
+    {
       routes: [
-        {
-          name: 'bench-mask',
-          match: { host: 'api.bench.test', port: 80, methods: ['POST'], path: '/protect/**', contentType: 'application/json' },
-          request: { manifest: 'customer', jobType: 'Mask' },
-          onError: 'reject',
-          maxBodyBytes: 1024 * 1024,
-        },
-        {
-          // The same protection through a reverse listener of the same gateway: the routed path without capture.
-          name: 'bench-mask-reverse',
-          match: { host: 'api.bench.test', port: 8080, methods: ['POST'], path: '/protect/**', contentType: 'application/json' },
-          request: { manifest: 'customer', jobType: 'Mask' },
-          onError: 'reject',
-          maxBodyBytes: 1024 * 1024,
-        },
+        maskRoute('bench-mask', 'api.bench.test', 80),
+        // The same protection through a reverse listener of the same gateway: the routed path without capture.
+        maskRoute('bench-mask-reverse', 'api.bench.test', 8080),
       ],
       reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: 'http://api.bench.test:8080' }],
       transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse' },
     },
     dataDir,
-    engine: testEngine(),
-    // Audit lines are written as in production, to /dev/null.
-    logger: createLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: false }) }),
-    metrics: new Metrics({ collectDefaults: false }),
-  });
+  );
   process.stdout.write(JSON.stringify({ ready: true, reverse: proxy.reverse[0].port }) + '\n');
   // A normal exit on SIGTERM, so --cpu-prof and friends (TRANSPARENT_BENCH_GATEWAY_FLAGS) write their files.
   process.once('SIGTERM', () => process.exit(0));

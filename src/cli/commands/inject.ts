@@ -2,18 +2,35 @@
 // `istioctl kube-inject`; `--check` is the validating check for CI pipelines.
 
 import { readFileSync } from 'node:fs';
-import { parseFlags, UsageError, type CliIo, type Command } from '../command.ts';
+import { parseFlags, UsageError, type CliIo, type Command, type FlagSpec } from '../command.ts';
+import type { InjectorOptions } from '../../k8s/index.ts';
 
 const MAX_INPUT_BYTES = 64 * 1024 * 1024;
 
-// Flags with their help lines (the `value`/`help` fields are for generated per-command help).
-const flags = {
-  filename: { type: 'string', short: 'f', value: 'FILE|-', help: 'the YAML (or JSON) stream to inject; - for standard input' },
+/** What is injected, for `dpg inject` and `dpg webhook` alike. */
+export const injectorFlags = {
   image: { type: 'string', value: 'IMAGE', help: 'the gateway image to inject (default dpg:<version>)' },
   'image-pull-policy': { type: 'string', value: 'POLICY', help: 'Always, IfNotPresent or Never (default: unset)' },
   default: { type: 'string', multiple: true, value: 'dpg.io/NAME=VALUE', help: 'a default for pods without that annotation' },
+} as const satisfies FlagSpec;
+
+/** The injector options those flags give; a bad value is a UsageError. Loads src/k8s. */
+export async function injectorFromFlags(values: { image?: unknown; 'image-pull-policy'?: unknown; default?: unknown }): Promise<InjectorOptions> {
+  const k8s = await import('../../k8s/index.ts');
+  const { options, problems } = k8s.injectorOptions({
+    image: values.image as string | undefined,
+    imagePullPolicy: values['image-pull-policy'] as string | undefined,
+    defaults: values.default as string[] | undefined,
+  });
+  if (!options) throw new UsageError(problems.join('; '));
+  return options;
+}
+
+const flags = {
+  filename: { type: 'string', short: 'f', value: 'FILE|-', help: 'the YAML (or JSON) stream to inject; - for standard input' },
+  ...injectorFlags,
   check: { type: 'boolean', help: 'write nothing; exit 1 when any workload is not injected as this version would inject it' },
-} as const;
+} as const satisfies FlagSpec;
 
 async function readInput(file: string, io: CliIo): Promise<string> {
   if (file !== '-') return readFileSync(file, 'utf8');
@@ -35,18 +52,14 @@ export const injectCommand: Command = {
     Writes the stream with every Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job and CronJob
     injected (other kinds unchanged); notes go to stderr. --check writes nothing and exits 1 when any
     workload is not injected as this version would inject it. See docs/kubernetes.md.`,
+  options: flags,
   async run(args, io) {
     const { values, positionals } = parseFlags(args, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0].slice(0, 40))}`);
     const file = values.filename as string | undefined;
     if (!file) throw new UsageError('-f FILE (or -f - for standard input) is required');
+    const options = await injectorFromFlags(values);
     const k8s = await import('../../k8s/index.ts');
-    const { options, problems } = k8s.injectorOptions({
-      image: values.image as string | undefined,
-      imagePullPolicy: values['image-pull-policy'] as string | undefined,
-      defaults: values.default as string[] | undefined,
-    });
-    if (!options) throw new UsageError(problems.join('; '));
     let text: string;
     try {
       text = await readInput(file, io);

@@ -1,7 +1,8 @@
 // `dpg webhook`: the mutating (and validating) admission webhook for sidecar injection, on its own
 // HTTPS listener (not part of `dpg serve`); `dpg webhook certs` creates and renews its certificates.
 
-import { parseFlags, UsageError, type CliIo, type Command } from '../command.ts';
+import { integerFlag, parseFlags, UsageError, type CliIo, type Command, type FlagSpec } from '../command.ts';
+import { injectorFlags, injectorFromFlags } from './inject.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const SYSTEM_NAMESPACES = 'kube-system,kube-public,kube-node-lease';
@@ -9,13 +10,6 @@ const SYSTEM_NAMESPACES = 'kube-system,kube-public,kube-node-lease';
 function dnsName(flag: string, value: unknown): string {
   if (typeof value !== 'string' || !NAME.test(value)) throw new UsageError(`--${flag} must be a Kubernetes object name`);
   return value;
-}
-
-function positiveInt(flag: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${flag} must be a whole number of days from 1`);
-  return n;
 }
 
 function parseListen(text: string): { host?: string; port: number } {
@@ -38,18 +32,16 @@ const certsOptions = {
   'validating-webhook': { type: 'string', multiple: true, value: 'NAME', help: 'ValidatingWebhookConfiguration to give the caBundle' },
   'serving-days': { type: 'string', value: 'N', help: 'validity of a serving certificate (default 365)' },
   'renew-before-days': { type: 'string', value: 'N', help: 'renew this long before expiry (default 30)' },
-} as const;
+} as const satisfies FlagSpec;
 
 const serveOptions = {
   'tls-cert': { type: 'string', value: 'FILE', help: 'serving certificate (PEM), re-read when it changes' },
   'tls-key': { type: 'string', value: 'FILE', help: 'its private key (PEM)' },
   listen: { type: 'string', value: 'HOST:PORT', help: 'listen address (default :8443, every interface)' },
   'exclude-namespaces': { type: 'string', value: 'LIST', help: 'namespaces never injected, besides kube-system, kube-public, kube-node-lease' },
-  image: { type: 'string', value: 'IMAGE', help: 'the gateway image to inject (default dpg:<version>)' },
-  'image-pull-policy': { type: 'string', value: 'POLICY', help: 'Always, IfNotPresent or Never (default: unset)' },
-  default: { type: 'string', multiple: true, value: 'dpg.io/NAME=VALUE', help: 'a default for pods without that annotation' },
+  ...injectorFlags,
   'tls-reload-seconds': { type: 'string', value: 'S', help: 'how often the TLS files are re-read (default 10)' },
-} as const;
+} as const satisfies FlagSpec;
 
 async function certs(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseFlags(args, certsOptions);
@@ -57,8 +49,8 @@ async function certs(args: readonly string[], io: CliIo): Promise<number> {
   const params = {
     service: dnsName('service', values.service ?? 'dpg-injector'),
     namespace: dnsName('namespace', values.namespace ?? process.env.POD_NAMESPACE ?? 'dpg-system'),
-    servingDays: positiveInt('serving-days', values['serving-days'], 365),
-    renewBeforeDays: positiveInt('renew-before-days', values['renew-before-days'], 30),
+    servingDays: integerFlag(values['serving-days'], 'serving-days', { min: 1, max: 3650 }) ?? 365,
+    renewBeforeDays: integerFlag(values['renew-before-days'], 'renew-before-days', { min: 1, max: 3650 }) ?? 30,
   };
   if (params.renewBeforeDays >= params.servingDays) throw new UsageError('--renew-before-days must be less than --serving-days');
   if (Boolean(values.out) === Boolean(values.kube)) throw new UsageError('give exactly one of --out DIR and --kube');
@@ -101,13 +93,7 @@ async function serve(args: readonly string[], io: CliIo): Promise<number> {
   // The system namespaces are always excluded: a webhook outage must never stop them starting pods.
   const excluded = `${SYSTEM_NAMESPACES},${(values['exclude-namespaces'] as string | undefined) ?? ''}`.split(',').map((n) => n.trim()).filter(Boolean);
 
-  const k8s = await import('../../k8s/index.ts');
-  const { options, problems } = k8s.injectorOptions({
-    image: values.image as string | undefined,
-    imagePullPolicy: values['image-pull-policy'] as string | undefined,
-    defaults: values.default as string[] | undefined,
-  });
-  if (!options) throw new UsageError(problems.join('; '));
+  const options = await injectorFromFlags(values);
   const { createLogger } = await import('../../core/logger.ts');
   const logger = createLogger({ level: process.env.DPG_LOG_LEVEL ?? 'info' });
   const { startWebhook } = await import('../../k8s/webhook-server.ts');
@@ -144,6 +130,7 @@ dpg webhook certs (--out DIR | --kube) [--service NAME] [--namespace NS] [--serv
     [--ca-secret NAME] [--tls-secret NAME] [--mutating-webhook NAME]... [--validating-webhook NAME]...
     Creates the webhook's CA and serving certificate, or renews them before they expire: as files in DIR
     (ca.crt, ca.key, tls.crt, tls.key), or in-cluster as Secrets plus the webhook configurations' caBundle.`,
+  options: serveOptions,
   async run(args, io) {
     const [what, run] = args[0] === 'certs' ? ['dpg webhook certs', () => certs(args.slice(1), io)] : ['dpg webhook', () => serve(args, io)];
     try {
