@@ -3,11 +3,11 @@
 // (src/proxy/ca.ts) and `dpg ca bundle` hands it to apps (src/capture/ca-bundle.ts), so both
 // find the same one given the same config and DPG_DATA_DIR.
 
-import { X509Certificate, createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync, type X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from '../core/errors.ts';
-import { createCertificate, encodeName, issuerIdentity, randomSerial, type Issuer } from './x509.ts';
+import { createCertificate, encodeName, issuerIdentity, PemPairError, randomSerial, readPemPair, type Issuer, type PemPair } from './x509.ts';
 
 export const CA_CERT_FILE = 'proxy-ca.pem';
 export const CA_KEY_FILE = 'proxy-ca-key.pem';
@@ -52,25 +52,19 @@ export function loadOrCreateCa(files: { readonly cert: string; readonly key: str
 }
 
 function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']): GatewayCa {
-  let certPem: string;
-  let privateKey: KeyObject;
-  let x509: X509Certificate;
+  let pair: PemPair;
   try {
-    certPem = readFileSync(certFile, 'utf8');
-    x509 = new X509Certificate(certPem);
+    pair = readPemPair(certFile, keyFile);
   } catch (err) {
-    const code = fileErrorCode(err);
-    throw new StartupError(`Proxy CA certificate ${certFile} could not be read${code ? ` (${code})` : ' as a PEM certificate'}`, { cause: err });
-  }
-  try {
-    privateKey = createPrivateKey(readFileSync(keyFile, 'utf8'));
-  } catch (err) {
+    if (!(err instanceof PemPairError)) throw err;
+    const code = err.code ? ` (${err.code})` : '';
     // The key file's content never goes into the message.
-    const code = fileErrorCode(err);
-    throw new StartupError(`Proxy CA key ${keyFile} could not be read${code ? ` (${code})` : ' as a PEM private key'}`, { cause: err });
+    if (err.part === 'certificate') throw new StartupError(`Proxy CA certificate ${certFile} could not be read${code || ' as a PEM certificate'}`, { cause: err });
+    if (err.part === 'key') throw new StartupError(`Proxy CA key ${keyFile} could not be read${code || ' as a PEM private key'}`, { cause: err });
+    throw new StartupError(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
   }
+  const { certificate: x509, privateKey } = pair;
   if (!x509.ca) throw new StartupError(`Proxy CA certificate ${certFile} is not a CA certificate (basicConstraints CA:TRUE)`);
-  if (!x509.checkPrivateKey(privateKey)) throw new StartupError(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
   const raw = new Uint8Array(x509.raw);
   let issuer: Issuer | undefined;
   return {
@@ -86,12 +80,6 @@ function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']):
     },
     source,
   };
-}
-
-/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
-function fileErrorCode(err: unknown): string | undefined {
-  const code = (err as NodeJS.ErrnoException).code;
-  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
 }
 
 /** Only the first certificate of a file, in canonical PEM. */

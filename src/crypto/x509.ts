@@ -11,7 +11,8 @@
 // The library is loaded on first use, not at import: a proxy that never mints a certificate (no
 // routes to intercept, CA already on disk) never pays for it.
 
-import { createHash, createPublicKey, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, createPublicKey, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import type * as Asn1X509 from '@peculiar/asn1-x509';
@@ -216,4 +217,52 @@ export function issuerIdentity(certificateDer: Uint8Array): { name: Der; keyIden
   // A CA without a subjectKeyIdentifier gets no authorityKeyIdentifier in its leaves (a wrong one breaks chains).
   const keyId = ski ? bytes(schema.AsnConvert.parse(ski.extnValue.buffer, x509.SubjectKeyIdentifier).buffer) : undefined;
   return { name, keyIdentifier: keyId, publicKey };
+}
+
+/** A certificate (the first of its file) and its private key, read from PEM files and checked to belong together. */
+export interface PemPair {
+  readonly certPem: string;
+  readonly certificate: X509Certificate;
+  readonly keyPem: string;
+  readonly privateKey: KeyObject;
+}
+
+/** Why a pair cannot be used: which part, and the file-system code when that was the cause. Never the key's content. */
+export class PemPairError extends Error {
+  constructor(
+    readonly part: 'certificate' | 'key' | 'mismatch',
+    /** ENOENT, EACCES…; undefined when the file was read but is not what it should be. */
+    readonly code: string | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(`${part === 'mismatch' ? 'the key does not belong to the certificate' : `the ${part} could not be read${code ? ` (${code})` : ''}`}`, options);
+  }
+}
+
+/** Reads a certificate file and a key file (PEM) and checks the key is the certificate's. */
+export function readPemPair(certFile: string, keyFile: string): PemPair {
+  let certPem: string;
+  let certificate: X509Certificate;
+  try {
+    certPem = readFileSync(certFile, 'utf8');
+    certificate = new X509Certificate(certPem);
+  } catch (err) {
+    throw new PemPairError('certificate', fileErrorCode(err), { cause: err });
+  }
+  let keyPem: string;
+  let privateKey: KeyObject;
+  try {
+    keyPem = readFileSync(keyFile, 'utf8');
+    privateKey = createPrivateKey(keyPem);
+  } catch (err) {
+    throw new PemPairError('key', fileErrorCode(err), { cause: err });
+  }
+  if (!certificate.checkPrivateKey(privateKey)) throw new PemPairError('mismatch', undefined);
+  return { certPem, certificate, keyPem, privateKey };
+}
+
+/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
+function fileErrorCode(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
 }
