@@ -6,11 +6,6 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import type { GatewayCa } from '../crypto/gateway-ca.ts';
 import { createCertificate, encodeName, randomSerial } from '../crypto/x509.ts';
 
-// What this module offered before the CA moved inward, for the importers under test/proxy/ until
-// they import src/crypto/ themselves.
-export { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa, type GatewayCa } from '../crypto/gateway-ca.ts';
-export { randomSerial } from '../crypto/x509.ts';
-
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 
