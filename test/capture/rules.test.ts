@@ -91,41 +91,34 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     assert.match(r.stdout, /-t nat -C OUTPUT -p tcp -j DPG_OUTPUT \|\| .* -t nat -I OUTPUT 1 -p tcp -j DPG_OUTPUT/);
   });
 
+  /** A config file holding `proxy` (YAML, indented under it); returns its path. */
+  const configWith = (proxy: string): string => {
+    const config = join(sharedTempDir('dpg-capture-cfg-'), 'gateway.yaml');
+    writeFileSync(config, `manifests: ${join(process.cwd(), 'config/manifests')}\nproxy:\n${proxy}`);
+    return config;
+  };
+
   test('the ports and the redirect port come from the config when one is given', () => {
-    const dir = sharedTempDir('dpg-capture-cfg-');
-    const config = join(dir, 'gateway.yaml');
-    writeFileSync(
-      config,
-      `manifests: ${join(process.cwd(), 'config/manifests')}
-proxy:
-  routes:
+    const config = configWith(`  routes:
     - name: r
       match: { host: api.partner.test, port: 8443 }
       request: { manifest: customer, jobType: Mask }
   transparent: { listen: "127.0.0.1:15099" }
-`,
-    );
+`);
     const r = dpg(['--dry-run', '--config', config]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /--dports 8443 -j REDIRECT --to-ports 15099/);
   });
 
   test('review finding 8: a route without a port captures every TCP port by default, with a warning; narrowing it warns that the rest goes direct', () => {
-    const dir = sharedTempDir('dpg-capture-unported-');
-    const config = join(dir, 'gateway.yaml');
-    writeFileSync(
-      config,
-      `manifests: ${join(process.cwd(), 'config/manifests')}
-proxy:
-  routes:
+    const config = configWith(`  routes:
     - name: partner
       match: { host: "*.partner.test", path: "/v1/customers/**" }
       request: { manifest: customer, jobType: Mask }
     - name: ported
       match: { host: api.other.test, port: 8443 }
       request: { manifest: customer, jobType: Mask }
-`,
-    );
+`);
     const r = dpg(['--dry-run', '--config', config]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /-A DPG_OUTPUT -p tcp -j REDIRECT --to-ports 15006/, 'every TCP port is redirected');
@@ -138,7 +131,7 @@ proxy:
 
     const validate = spawnSync(process.execPath, ['bin/dpg.js', 'validate', '--config', config], {
       encoding: 'utf8',
-      env: { ...process.env, DPG_CONFIG: '', DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'silent' },
+      env: { ...process.env, DPG_CONFIG: '', DPG_DATA_DIR: join(config, '..', 'data'), DPG_LOG_LEVEL: 'silent' },
       timeout: 30_000,
     });
     assert.equal(validate.status, 0, validate.stderr);
