@@ -9,8 +9,9 @@
 //   (`HTTP/1.10`, `HTTP/01.1`), strips stray CRs, and answers HTTP/0.9 (`GET /path`); HTTP/1.0
 //   needs no Host. Anything that reads as a request this way is HTTP here.
 // - CLEAR ("read the same by every server"): `METHOD SP /target SP HTTP/1.0|1.1 CRLF`, header lines
-//   `name: value CRLF` in visible ASCII, exactly one well-formed Host. Only a clear head naming an
-//   unrouted host may be spliced; every other HTTP head takes the full path, which refuses what it
+//   `name: value CRLF` in visible ASCII, exactly one well-formed Host, no Transfer-Encoding, at most
+//   one Content-Length and no byte after that body. Only a clear head naming an unrouted host may
+//   be spliced; every other HTTP head takes the full path, which refuses what it
 //   cannot read. Doubt never ends in a splice.
 //
 // Bytes that cannot start a request line (a first byte that is not a token character after the
@@ -122,11 +123,15 @@ function isCrLfRun(data: Buffer, from: number, to: number): boolean {
 
 /**
  * The header lines of a head whose request line is clear: each `name: value` ended by CRLF, the
- * name a token, the value visible ASCII, space or tab; exactly one Host, well formed.
+ * name a token, the value visible ASCII, space or tab; exactly one Host, well formed. The framing
+ * must be one plain reading too: no Transfer-Encoding, at most one Content-Length, and nothing in
+ * the first flight after the body it declares — a second request there (pipelined, or smuggled by
+ * framing two servers read differently) would ride a splice unread.
  */
 function readHeaders(data: Buffer, from: number, headEnd: number): HeadResult {
   let host: string | undefined;
   let hosts = 0;
+  let length: number | undefined;
   let at = from;
   const end = headEnd - 2; // the final CRLF
   while (at < end) {
@@ -146,16 +151,23 @@ function readHeaders(data: Buffer, from: number, headEnd: number): HeadResult {
       const c = data[i];
       if ((c < 0x20 && c !== 0x09) || c > 0x7e) return UNCLEAR;
     }
-    if (colon - at === 4 && data.toString('latin1', at, colon).toLowerCase() === 'host') {
+    const name = colon - at === 4 || colon - at === 14 || colon - at === 17 ? data.toString('latin1', at, colon).toLowerCase() : '';
+    if (name === 'host') {
       hosts++;
       const h = HOST_VALUE.exec(data.toString('latin1', valueStart, valueEnd));
       if (!h || (h[3] !== undefined && Number(h[3]) > 65535)) return UNCLEAR;
       host = (h[1] ?? h[2]).toLowerCase();
+    } else if (name === 'transfer-encoding') return UNCLEAR;
+    else if (name === 'content-length') {
+      const value = data.toString('latin1', valueStart, valueEnd);
+      if (length !== undefined || !/^\d{1,15}$/.test(value)) return UNCLEAR;
+      length = Number(value);
     }
     at = lf + 1;
   }
   // No Host: the server picks one (HTTP/1.0 allows it); two: servers disagree on which counts.
   if (hosts !== 1) return UNCLEAR;
+  if (data.length > headEnd + (length ?? 0)) return UNCLEAR;
   return { kind: 'http', host, clear: true };
 }
 

@@ -92,6 +92,7 @@ describe('HTTP head peek', () => {
     assert.deepEqual(head('POST /v1/x HTTP/1.1\r\nHost: API.Partner.test:8080\r\nContent-Length: 0\r\n\r\n'), { kind: 'http', host: 'api.partner.test', clear: true });
     assert.deepEqual(head('GET / HTTP/1.1\r\nhost: [2001:db8::1]\r\n\r\n'), { kind: 'http', host: '2001:db8::1', clear: true });
     assert.deepEqual(head('\r\nGET / HTTP/1.0\r\nHost: a.test\r\n\r\n'), { kind: 'http', host: 'a.test', clear: true });
+    assert.deepEqual(head('POST /x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\n{}'), { kind: 'http', host: 'a.test', clear: true });
   });
   test('incomplete heads wait', () => {
     for (const t of ['', 'PRI * HTTP/2', 'GET / HTTP/1.1\r\nHost: a'] ) assert.equal(head(t).kind, 'need-more', t);
@@ -119,6 +120,11 @@ describe('HTTP head peek', () => {
     'GET v1/x\r\n',
     'POST /v1 HTTP/1.1\nHost: a.test\n\n',
     'POST /v1 HTTP/1.1\r\nHost: a.test\nX: 1\r\n\r\n',
+    // Framing two servers could read differently, or a second request in the first flight: it would ride the splice.
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx',
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\nxPOST /v1 HTTP/1.1\r\nHost: routed.test\r\n\r\n',
+    'GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HTTP/1.1\r\n',
   ];
   for (const t of unclear) test(`read in full, not spliced: ${JSON.stringify(t.slice(0, 40))}`, () => assert.deepEqual(head(t), { kind: 'http', host: undefined, clear: false }));
   test('lower-case methods are HTTP too (some frameworks upper-case them)', () => assert.equal(head('post / HTTP/1.1\r\nHost: a.test\r\n\r\n').kind, 'http'));
