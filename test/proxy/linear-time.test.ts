@@ -45,6 +45,8 @@ describe('readers of request bytes run in linear time on hostile input', () => {
     bounded('glob **/x/**/y', () => twice('/x'.repeat(SIZE / 2) + '/z'));
     const parts = compilePathGlob('/a*b*c*d');
     bounded('glob a*b*c*d', () => parts('/' + 'abc'.repeat(SIZE / 3)));
+    const simple = compilePathGlob('/*a/*ab/x*/**');
+    bounded('glob */*ab/x*/** (a regular expression)', () => simple('/' + 'a'.repeat(SIZE / 2) + '/' + 'ab'.repeat(SIZE / 4) + 'b/x'));
   });
 
   test('hosts with runs of dots; paths; absolute-form', () => {
