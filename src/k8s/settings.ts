@@ -168,7 +168,7 @@ export const ANNOTATIONS: readonly AnnotationSpec[] = [
     key: 'dpg.io/allow-capture-bypass',
     values: 'container names',
     description:
-      'transparent mode: app containers allowed to be privileged, add NET_ADMIN, NET_RAW, SETUID, SETGID or SYS_ADMIN, or keep the default SETUID/SETGID/NET_RAW as root — each a way around capture; otherwise refused (or the defaults dropped); per pod only, recorded in `dpg.io/notes`',
+      "app containers allowed to keep what could step around capture (privileged, NET_ADMIN, NET_RAW, SETUID, SETGID, SYS_ADMIN, the runtime's defaults as root); without it such a container is refused, or loses the defaults; recorded in `dpg.io/notes`",
     podOnly: true,
     apply: (v, into) => {
       const names = v.split(',').map((n) => n.trim()).filter((n) => n !== '');
