@@ -203,60 +203,25 @@ describe('deploy/kubernetes', () => {
 
     describe('look-alikes of an injected pod are refused', () => {
       const plainApp = { name: 'app', image: 'shop:1', securityContext: { runAsUser: 1000 } };
+      /** A golden injected pod with one change. */
+      const from = (file: string, change: (p: Json) => unknown) => () => {
+        const p = golden(file);
+        change(p);
+        return p;
+      };
       const cases: [string, () => Json, RegExp][] = [
         ['a container of its own named dpg-proxy (the review\'s case)', () => ({ metadata: { name: 'p' }, spec: { containers: [{ name: 'dpg-proxy', image: 'busybox', command: ['sleep', 'inf'] }, plainApp] } }), SIDECAR],
         ['a native sidecar of its own named dpg-proxy', () => ({ metadata: { name: 'p' }, spec: { initContainers: [{ name: 'dpg-proxy', image: 'busybox', restartPolicy: 'Always' }], containers: [plainApp] } }), SIDECAR],
-        ['the injected containers without the status annotation', () => {
-          const p = golden('pod.injected.yaml');
-          delete p.metadata.annotations['dpg.io/status'];
-          return p;
-        }, SIDECAR],
-        ['a status that is not the injector\'s', () => {
-          const p = golden('pod.injected.yaml');
-          p.metadata.annotations['dpg.io/status'] = '{"captureMode":"transparent"}';
-          return p;
-        }, SIDECAR],
-        ['dpg-init taken out (so no capture), the status unchanged', () => {
-          const p = golden('pod.injected.yaml');
-          p.spec.initContainers = p.spec.initContainers.filter((c: Json) => c.name !== 'dpg-init');
-          return p;
-        }, LAYOUT],
-        ['dpg-init running something else than dpg capture', () => {
-          const p = golden('pod.injected.yaml');
-          init(p, 'dpg-init').command = ['sh', '-c', 'true'];
-          return p;
-        }, LAYOUT],
-        ['dpg-init with an argument injection never writes', () => {
-          const p = golden('pod.injected.yaml');
-          init(p, 'dpg-init').args.splice(-2, 0, '--remove');
-          return p;
-        }, LAYOUT],
-        ['dpg-init from another image than the gateway', () => {
-          const p = golden('pod.injected.yaml');
-          init(p, 'dpg-init').image = 'busybox';
-          return p;
-        }, LAYOUT],
-        ['dpg-proxy running something else than dpg serve', () => {
-          const p = golden('pod.injected.yaml');
-          init(p, 'dpg-proxy').args = ['sleep', 'inf'];
-          return p;
-        }, LAYOUT],
-        ['a pod init container moved before dpg-init', () => {
-          const p = golden('ca-containers.injected.yaml');
-          const own = p.spec.initContainers.pop();
-          p.spec.initContainers.unshift(own);
-          return p;
-        }, LAYOUT],
-        ['the legacy layout with dpg-proxy not first', () => {
-          const p = golden('legacy.injected.yaml');
-          p.spec.containers.reverse();
-          return p;
-        }, LAYOUT],
-        ['a status whose capture mode contradicts the pod annotation', () => {
-          const p = golden('env-proxy.injected.yaml');
-          p.metadata.annotations['dpg.io/capture-mode'] = 'transparent';
-          return p;
-        }, LAYOUT],
+        ['the injected containers without the status annotation', from('pod.injected.yaml', (p) => delete p.metadata.annotations['dpg.io/status']), SIDECAR],
+        ['a status that is not the injector\'s', from('pod.injected.yaml', (p) => (p.metadata.annotations['dpg.io/status'] = '{"captureMode":"transparent"}')), SIDECAR],
+        ['dpg-init taken out (so no capture), the status unchanged', from('pod.injected.yaml', (p) => (p.spec.initContainers = p.spec.initContainers.filter((c: Json) => c.name !== 'dpg-init'))), LAYOUT],
+        ['dpg-init running something else than dpg capture', from('pod.injected.yaml', (p) => (init(p, 'dpg-init').command = ['sh', '-c', 'true'])), LAYOUT],
+        ['dpg-init with an argument injection never writes', from('pod.injected.yaml', (p) => init(p, 'dpg-init').args.splice(-2, 0, '--remove')), LAYOUT],
+        ['dpg-init from another image than the gateway', from('pod.injected.yaml', (p) => (init(p, 'dpg-init').image = 'busybox')), LAYOUT],
+        ['dpg-proxy running something else than dpg serve', from('pod.injected.yaml', (p) => (init(p, 'dpg-proxy').args = ['sleep', 'inf'])), LAYOUT],
+        ['a pod init container moved before dpg-init', from('ca-containers.injected.yaml', (p) => p.spec.initContainers.unshift(p.spec.initContainers.pop())), LAYOUT],
+        ['the legacy layout with dpg-proxy not first', from('legacy.injected.yaml', (p) => p.spec.containers.reverse()), LAYOUT],
+        ['a status whose capture mode contradicts the pod annotation', from('env-proxy.injected.yaml', (p) => (p.metadata.annotations['dpg.io/capture-mode'] = 'transparent')), LAYOUT],
         ['an older injection (another layout): the webhook would inject it afresh', () => asPod(docs(readFileSync(join(GOLDEN, 'reinject-upgrade.yaml'), 'utf8'))[0]), LAYOUT],
       ];
       for (const [what, make, message] of cases) {
