@@ -3,7 +3,9 @@
 // `dpg inject` (every workload kind), the admission webhook and the validating check.
 //
 // The order is fixed: take out what an earlier injection added (from the status annotation), read
-// the settings, refuse what cannot be protected, then add the containers, volumes, trust and status.
+// the settings, refuse what cannot be protected (in transparent mode, app containers that could
+// step around capture: capture-guard.ts), drop the runtime's default capabilities that lead around
+// it from app containers that set none, then add the containers, volumes, trust and status.
 // Starting from the un-injected pod is what makes it idempotent and safe under reinvocation.
 
 import type { IContainer } from 'kubernetes-models/v1/Container';
