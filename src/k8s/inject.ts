@@ -3,7 +3,9 @@
 // `dpg inject` (every workload kind), the admission webhook and the validating check.
 //
 // The order is fixed: take out what an earlier injection added (from the status annotation), read
-// the settings, refuse what cannot be protected, then add the containers, volumes, trust and status.
+// the settings, refuse what cannot be protected (in transparent mode, app containers that could
+// step around capture: capture-guard.ts), drop the runtime's default capabilities that lead around
+// it from app containers that set none, then add the containers, volumes, trust and status.
 // Starting from the un-injected pod is what makes it idempotent and safe under reinvocation.
 
 import type { IContainer } from 'kubernetes-models/v1/Container';
@@ -19,6 +21,7 @@ import {
   STATUS_ANNOTATION,
   VOLUME,
 } from './names.ts';
+import { CAPTURE_DROPS, captureExposure, dropCaptureCapabilities, undoCaptureCapabilities } from './capture-guard.ts';
 import { applyAnnotations, type InjectionSettings } from './settings.ts';
 import { configHash, decodeStatus, encodeStatus, type InjectionStatus } from './status.ts';
 import { buildParts, proxyVariables, trustEnv, TRUST_MOUNT, type ImageOptions } from './template.ts';
@@ -92,8 +95,10 @@ export function uninject(input: JsonObject): JsonObject {
   if (Array.isArray(spec.containers)) spec.containers = spec.containers.filter((c) => !(isObject(c) && containerNames.has(c.name as string)));
   if (Array.isArray(spec.volumes)) setList(spec, 'volumes', spec.volumes.filter((v) => !(isObject(v) && volumeNames.has(v.name as string))));
 
+  const dropped = new Set(status.capabilityDrops ?? []);
   for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
     const name = c.name as string;
+    if (dropped.has(name)) undoCaptureCapabilities(c);
     // Admission runs before validation: a container may be called `constructor`; own keys only.
     const listed = Object.hasOwn(status.env, name) ? status.env[name] : [];
     const added = new Set(listed.filter((n) => INJECTED_VARIABLES.has(n)));
@@ -136,9 +141,20 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
   for (const v of objectsOf(spec.volumes)) {
     if (RESERVED_VOLUME_NAMES.includes(v.name as string)) problems.push(`volume name ${JSON.stringify(v.name)} is reserved for the gateway`);
   }
+  const names = new Set(all.map((c) => c.name));
   if (settings.caContainers !== '*') {
-    const names = new Set(all.map((c) => c.name));
     for (const n of settings.caContainers) if (!names.has(n)) problems.push(`dpg.io/ca-containers: no container named ${JSON.stringify(n)} in this pod`);
+  }
+  for (const n of settings.captureBypass) if (!names.has(n)) problems.push(`dpg.io/allow-capture-bypass: no container named ${JSON.stringify(n)} in this pod`);
+  if (settings.captureMode === 'transparent') {
+    for (const c of all) {
+      if (settings.captureBypass.includes(c.name as string)) continue;
+      const { reasons } = captureExposure(c, spec);
+      if (reasons.length === 0) continue;
+      problems.push(
+        `container ${JSON.stringify(c.name)} could step around transparent capture: ${reasons.map((r) => `${r.what} (${r.why})`).join('; ')}. Remove what it does not need (securityContext.capabilities.drop: [ALL], or at least ${CAPTURE_DROPS.join(', ')}), or name it in the pod annotation dpg.io/allow-capture-bypass: its traffic is then not guaranteed to pass the gateway`,
+      );
+    }
   }
   const restartPolicy = spec.restartPolicy ?? 'Always';
   if (!settings.nativeSidecar && restartPolicy !== 'Always') {
@@ -147,6 +163,28 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
     );
   }
   return problems;
+}
+
+/**
+ * Transparent mode: app containers that say nothing about capabilities lose the runtime defaults
+ * that lead around capture (refusals() has already refused every other exposure); containers the
+ * pod allows to bypass are left as they are and named in the notes. Returns the containers changed.
+ */
+function guardCapture(spec: JsonObject, settings: InjectionSettings, notes: string[]): string[] {
+  const changed: string[] = [];
+  for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
+    const name = String(c.name);
+    const exposure = captureExposure(c, spec);
+    if (settings.captureBypass.includes(name)) {
+      const what = exposure.fixableByDrop ? [`keeps the default ${CAPTURE_DROPS.join(', ')}`] : exposure.reasons.map((r) => r.what);
+      notes.push(`container ${name}: may step around capture, allowed by dpg.io/allow-capture-bypass (${what.length > 0 ? what.join('; ') : 'it needs no exemption'})`);
+    } else if (exposure.fixableByDrop) {
+      dropCaptureCapabilities(c);
+      changed.push(name);
+      notes.push(`container ${name}: capabilities ${CAPTURE_DROPS.join(', ')} dropped (with them it could step around capture); set securityContext.capabilities to choose yourself`);
+    }
+  }
+  return changed;
 }
 
 const TWINS: Record<string, string> = {
@@ -211,6 +249,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
 
   const parts = buildParts(settings, options);
   const notes: string[] = [];
+  const capabilityDrops = settings.captureMode === 'transparent' ? guardCapture(spec, settings, notes) : [];
   const env: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const trustMounts: string[] = [];
   const wantsTrust = (c: JsonObject) => settings.caContainers === '*' || settings.caContainers.includes(c.name as string);
@@ -236,6 +275,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
     volumes: parts.volumes.map((v) => v.name),
     env,
     trustMounts,
+    capabilityDrops,
   };
   const out: JsonObject = { ...annotations, [STATUS_ANNOTATION]: encodeStatus(status) };
   if (notes.length > 0) out[NOTES_ANNOTATION] = JSON.stringify(notes);

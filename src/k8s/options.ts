@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { InjectorOptions } from './inject.ts';
-import { applyAnnotations, BUILT_IN_DEFAULTS } from './settings.ts';
+import { ANNOTATIONS, applyAnnotations, BUILT_IN_DEFAULTS } from './settings.ts';
 
 /** The project's version (package.json), recorded in every status annotation. */
 export function packageVersion(): string {
@@ -46,6 +46,8 @@ export function injectorOptions(flags: InjectorFlags, version = packageVersion()
     pairs[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   for (const key of Object.keys(pairs)) if (!key.startsWith('dpg.io/')) problems.push(`--default ${key}: only dpg.io/ annotations have defaults`);
+  // The admission policy sees only the pod: a default it cannot see would make the two disagree.
+  for (const a of ANNOTATIONS) if (a.podOnly && Object.hasOwn(pairs, a.key)) problems.push(`--default ${a.key}: a per-pod decision, set on the pod itself; it has no injector default`);
   const { settings, problems: settingProblems } = applyAnnotations(BUILT_IN_DEFAULTS, pairs);
   problems.push(...settingProblems.map((p) => `--default ${p.key}: ${p.message}`));
   if (problems.length > 0) return { problems };

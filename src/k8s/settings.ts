@@ -33,6 +33,8 @@ export interface InjectionSettings {
   readonly nativeSidecar: boolean;
   /** `*` or the names of the containers that get the CA trust (and, in env-proxy mode, the proxy variables). */
   readonly caContainers: '*' | readonly string[];
+  /** App containers allowed to keep what could step around capture (per pod only: never a default). */
+  readonly captureBypass: readonly string[];
   readonly resources: ProxyResources;
 }
 
@@ -47,6 +49,8 @@ interface AnnotationSpec {
   /** The accepted values, as the docs table shows them. */
   readonly values: string;
   readonly description: string;
+  /** A per-pod decision the injector's `--default` cannot make for every pod. */
+  readonly podOnly?: true;
   apply(value: string, into: MutableSettings): string | undefined;
 }
 
@@ -161,6 +165,19 @@ export const ANNOTATIONS: readonly AnnotationSpec[] = [
     },
   },
   {
+    key: 'dpg.io/allow-capture-bypass',
+    values: 'container names',
+    description:
+      "app containers allowed to keep what could step around capture (privileged, NET_ADMIN, NET_RAW, SETUID, SETGID, SYS_ADMIN, the runtime's defaults as root); without it such a container is refused, or loses the defaults; recorded in `dpg.io/notes`",
+    podOnly: true,
+    apply: (v, into) => {
+      const names = v.split(',').map((n) => n.trim()).filter((n) => n !== '');
+      if (names.length === 0 || names.some((n) => !CONTAINER_NAME.test(n))) return 'must be a comma-separated list of container names (each named: there is no wildcard)';
+      into.captureBypass = [...new Set(names)].sort();
+      return undefined;
+    },
+  },
+  {
     key: 'dpg.io/include-outbound-ports',
     values: 'ports, or `*`',
     description: 'outbound ports captured; default: the ports the gateway routes name, else 80,443',
@@ -237,6 +254,7 @@ export const BUILT_IN_DEFAULTS: InjectionSettings = {
   excludeCidrs: [],
   nativeSidecar: true,
   caContainers: '*',
+  captureBypass: [],
   resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
 };
 
@@ -245,6 +263,7 @@ function copy(s: InjectionSettings): MutableSettings {
     ...s,
     excludeCidrs: [...s.excludeCidrs],
     caContainers: s.caContainers === '*' ? '*' : [...s.caContainers],
+    captureBypass: [...s.captureBypass],
     resources: { requests: { ...s.resources.requests }, limits: { ...s.resources.limits } },
   };
 }

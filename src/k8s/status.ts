@@ -19,6 +19,8 @@ export interface InjectionStatus {
   readonly env: Readonly<Record<string, readonly string[]>>;
   /** Containers that got the trust volume mounted. */
   readonly trustMounts: readonly string[];
+  /** App containers that got `capabilities.drop` (transparent mode; absent in older statuses). */
+  readonly capabilityDrops?: readonly string[];
 }
 
 /** Key order of JSON.stringify follows insertion; sort recursively so the hash is canonical. */
@@ -65,6 +67,7 @@ export function decodeStatus(text: unknown): InjectionStatus | undefined {
     !isStringList(s.containers) ||
     !isStringList(s.volumes) ||
     !isStringList(s.trustMounts) ||
+    (s.capabilityDrops !== undefined && !isStringList(s.capabilityDrops)) ||
     !env ||
     typeof env !== 'object' ||
     Array.isArray(env) ||

@@ -31,7 +31,7 @@ describe('dpg inject', () => {
     const expected = injectStream(readFileSync(file, 'utf8'), injectorOptions({}).options!).output;
     assert.equal(r.stdout, expected);
     assert.match(r.stdout, new RegExp(`image: dpg:${packageVersion().replace(/\./g, '\\.')}`));
-    assert.match(r.stderr, /document 1 deployment\/orders: injected\n {2}container app: SSL_CERT_FILE already set/);
+    assert.match(r.stderr, /document 1 deployment\/orders: injected\n {2}container app: capabilities NET_RAW, SETGID, SETUID dropped.*\n {2}container app: SSL_CERT_FILE already set/);
   });
 
   it('reads standard input with -f -, and takes --image and --default', () => {

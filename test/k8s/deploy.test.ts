@@ -11,6 +11,8 @@ import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseAllDocuments, parse } from 'yaml';
 import { evaluate } from '@marcbachmann/cel-js';
+import fc from 'fast-check';
+import { inject } from '../../src/k8s/inject.ts';
 import { CONTAINER, GATEWAY_UID } from '../../src/k8s/names.ts';
 import { injectStream } from '../../src/k8s/manual.ts';
 import { loadConfig } from '../../src/config/load.ts';
@@ -135,7 +137,9 @@ describe('deploy/kubernetes', () => {
       if (!policy.spec.matchConditions.every((m: Json) => evaluate(m.expression, ctx) === true)) return { applies: false, failures: [] };
       const variables: Json = {};
       for (const v of policy.spec.variables) variables[v.name] = evaluate(v.expression, { ...ctx, variables });
-      const failures = policy.spec.validations.filter((v: Json) => evaluate(v.expression, { ...ctx, variables }) !== true).map((v: Json) => v.message);
+      const failures = policy.spec.validations
+        .filter((v: Json) => evaluate(v.expression, { ...ctx, variables }) !== true)
+        .map((v: Json) => (v.messageExpression ? evaluate(v.messageExpression, { ...ctx, variables }) : v.message));
       return { applies: true, failures };
     }
     // A pod from a template, as the API server sees it (a pod always has metadata).
@@ -165,7 +169,8 @@ describe('deploy/kubernetes', () => {
       for (const { file, pod } of goldenPods('.yaml')) {
         const r = check(pod);
         if (file === 'opted-out.yaml') assert.equal(r.applies, false, file);
-        else if (file === 'reinject-upgrade.yaml') assert.deepEqual(r.failures, [], 'an older injection still has its sidecar');
+        // An older layout is not the injection this policy knows; the webhook injects such a pod afresh.
+        else if (file === 'reinject-upgrade.yaml') assert.match(r.failures.join(), /not the injection its dpg.io\/status annotation records/, file);
         else assert.match(r.failures.join(), /requires the data protection sidecar/, file);
       }
     });
@@ -179,7 +184,7 @@ describe('deploy/kubernetes', () => {
       inherited.spec.securityContext = { runAsUser: 10001 };
       assert.match(check(inherited).failures.join(), /UID 10001/);
       const overridden = structuredClone(inherited);
-      overridden.spec.containers[0].securityContext = { runAsUser: 10002 };
+      overridden.spec.containers[0].securityContext = { ...overridden.spec.containers[0].securityContext, runAsUser: 10002 };
       assert.deepEqual(check(overridden).failures, [], 'the gateway containers themselves run as 10001');
     });
 
@@ -187,6 +192,129 @@ describe('deploy/kubernetes', () => {
       const injected = structuredClone(goldenPods('.injected.yaml').find((p) => p.file === 'pod.injected.yaml')!.pod);
       for (const c of injected.spec.initContainers) delete c.restartPolicy;
       assert.match(check(injected).failures.join(), /requires the data protection sidecar/);
+    });
+
+    const golden = (file: string): Json => structuredClone(goldenPods('.injected.yaml').find((p) => p.file === file)!.pod);
+    const SIDECAR = /requires the data protection sidecar/;
+    const LAYOUT = /not the injection its dpg.io\/status annotation records/;
+    const BYPASS = /could step around transparent capture/;
+    const app = (p: Json): Json => p.spec.containers.find((c: Json) => !c.name.startsWith('dpg-'));
+    const init = (p: Json, name: string): Json => p.spec.initContainers.find((c: Json) => c.name === name);
+
+    describe('look-alikes of an injected pod are refused', () => {
+      const plainApp = { name: 'app', image: 'shop:1', securityContext: { runAsUser: 1000 } };
+      /** A golden injected pod with one change. */
+      const from = (file: string, change: (p: Json) => unknown) => () => {
+        const p = golden(file);
+        change(p);
+        return p;
+      };
+      const cases: [string, () => Json, RegExp][] = [
+        ['a container of its own named dpg-proxy (the review\'s case)', () => ({ metadata: { name: 'p' }, spec: { containers: [{ name: 'dpg-proxy', image: 'busybox', command: ['sleep', 'inf'] }, plainApp] } }), SIDECAR],
+        ['a native sidecar of its own named dpg-proxy', () => ({ metadata: { name: 'p' }, spec: { initContainers: [{ name: 'dpg-proxy', image: 'busybox', restartPolicy: 'Always' }], containers: [plainApp] } }), SIDECAR],
+        ['the injected containers without the status annotation', from('pod.injected.yaml', (p) => delete p.metadata.annotations['dpg.io/status']), SIDECAR],
+        ['a status that is not the injector\'s', from('pod.injected.yaml', (p) => (p.metadata.annotations['dpg.io/status'] = '{"captureMode":"transparent"}')), SIDECAR],
+        ['dpg-init taken out (so no capture), the status unchanged', from('pod.injected.yaml', (p) => (p.spec.initContainers = p.spec.initContainers.filter((c: Json) => c.name !== 'dpg-init'))), LAYOUT],
+        ['dpg-init running something else than dpg capture', from('pod.injected.yaml', (p) => (init(p, 'dpg-init').command = ['sh', '-c', 'true'])), LAYOUT],
+        ['dpg-init with an argument injection never writes', from('pod.injected.yaml', (p) => init(p, 'dpg-init').args.splice(-2, 0, '--remove')), LAYOUT],
+        ['dpg-init from another image than the gateway', from('pod.injected.yaml', (p) => (init(p, 'dpg-init').image = 'busybox')), LAYOUT],
+        ['dpg-proxy running something else than dpg serve', from('pod.injected.yaml', (p) => (init(p, 'dpg-proxy').args = ['sleep', 'inf'])), LAYOUT],
+        ['a pod init container moved before dpg-init', from('ca-containers.injected.yaml', (p) => p.spec.initContainers.unshift(p.spec.initContainers.pop())), LAYOUT],
+        ['the legacy layout with dpg-proxy not first', from('legacy.injected.yaml', (p) => p.spec.containers.reverse()), LAYOUT],
+        ['a status whose capture mode contradicts the pod annotation', from('env-proxy.injected.yaml', (p) => (p.metadata.annotations['dpg.io/capture-mode'] = 'transparent')), LAYOUT],
+        ['an older injection (another layout): the webhook would inject it afresh', () => asPod(docs(readFileSync(join(GOLDEN, 'reinject-upgrade.yaml'), 'utf8'))[0]), LAYOUT],
+      ];
+      for (const [what, make, message] of cases) {
+        it(what, () => assert.match(check(make()).failures.join('\n'), message));
+      }
+    });
+
+    describe('app containers that could step around capture', () => {
+      const cases: [string, (p: Json) => void, boolean][] = [
+        ['privileged', (p) => (app(p).securityContext = { privileged: true, capabilities: { drop: ['ALL'] } }), false],
+        ['NET_ADMIN added', (p) => (app(p).securityContext.capabilities.add = ['NET_ADMIN']), false],
+        ['cap_net_raw added (any spelling)', (p) => (app(p).securityContext.capabilities.add = ['cap_net_raw']), false],
+        ['the drops injection added taken out again (root keeps SETUID)', (p) => delete app(p).securityContext, false],
+        ['only part of the drops', (p) => (app(p).securityContext.capabilities.drop = ['NET_RAW', 'SETUID']), false],
+        ['SYS_PTRACE with a shared process namespace', (p) => {
+          p.spec.shareProcessNamespace = true;
+          app(p).securityContext.capabilities.add = ['SYS_PTRACE'];
+        }, false],
+        ['an init container of the pod, privileged', (p) => p.spec.initContainers.push({ name: 'setup', image: 'x', securityContext: { privileged: true } }), false],
+        ['drop ALL instead', (p) => (app(p).securityContext.capabilities = { drop: ['ALL'] }), true],
+        ['non-root without privilege escalation, no capabilities', (p) => (app(p).securityContext = { runAsUser: 1000, allowPrivilegeEscalation: false }), true],
+        ['SYS_PTRACE without a shared process namespace', (p) => (app(p).securityContext.capabilities.add = ['SYS_PTRACE']), true],
+        ['privileged, named in dpg.io/allow-capture-bypass', (p) => {
+          app(p).securityContext = { privileged: true };
+          p.metadata.annotations['dpg.io/allow-capture-bypass'] = ' other, web';
+        }, true],
+      ];
+      for (const [what, change, allowed] of cases) {
+        it(`${allowed ? 'allowed' : 'refused'}: ${what}`, () => {
+          const p = golden('pod.injected.yaml');
+          change(p);
+          const failures = check(p).failures.join('\n');
+          if (allowed) assert.equal(failures, '');
+          else assert.match(failures, /dpg: container\(s\) (web|setup) could step around transparent capture/);
+        });
+      }
+
+      it('not in env-proxy mode: there is no capture to step around', () => {
+        const p = golden('env-proxy.injected.yaml');
+        app(p).securityContext = { privileged: true };
+        assert.deepEqual(check(p).failures, []);
+      });
+
+      // The policy and inject() must say the same: for each generated app container, inject() refuses
+      // it exactly when the policy refuses the pod injection would have made had it not refused
+      // (the same pod injected with the container allowed, then the allowance taken away).
+      it('agrees with inject() on generated containers', () => {
+        const options = testOptions();
+        const maybe = <T,>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
+        const capability = fc.constantFrom('NET_ADMIN', 'net_raw', 'CAP_SETUID', 'SETGID', 'SYS_ADMIN', 'SYS_PTRACE', 'ALL', 'CHOWN', 'NET_BIND_SERVICE');
+        const securityContext = fc.record(
+          {
+            privileged: maybe(fc.boolean()),
+            runAsUser: maybe(fc.constantFrom(0, 1000, 10002)),
+            runAsNonRoot: maybe(fc.boolean()),
+            allowPrivilegeEscalation: maybe(fc.boolean()),
+            capabilities: maybe(fc.record({ add: maybe(fc.uniqueArray(capability, { maxLength: 2 })), drop: maybe(fc.uniqueArray(capability, { maxLength: 4 })) })),
+          },
+          { requiredKeys: [] },
+        );
+        const podArb = fc.record({
+          container: maybe(securityContext),
+          podContext: maybe(fc.record({ runAsUser: maybe(fc.constantFrom(0, 1000)), runAsNonRoot: maybe(fc.boolean()) }, { requiredKeys: [] })),
+          shareProcessNamespace: maybe(fc.boolean()),
+        });
+        const seen = { injected: 0, bypass: 0, other: 0 };
+        const clean = (v: unknown) => JSON.parse(JSON.stringify(v ?? null)) ?? undefined;
+        fc.assert(
+          fc.property(podArb, ({ container, podContext, shareProcessNamespace }) => {
+            const spec: Json = { containers: [{ name: 'app', image: 'a', ...(container ? { securityContext: clean(container) } : {}) }] };
+            if (podContext) spec.securityContext = clean(podContext);
+            if (shareProcessNamespace !== undefined) spec.shareProcessNamespace = shareProcessNamespace;
+            const template = { metadata: { name: 'p' }, spec };
+            const r = inject(template, options);
+            seen[r.outcome === 'refused' ? (BYPASS.test(r.problems.join()) ? 'bypass' : 'other') : 'injected']++;
+            if (r.outcome === 'injected') {
+              assert.deepEqual(check(r.template).failures, [], JSON.stringify(template));
+              return;
+            }
+            assert.equal(r.outcome, 'refused');
+            const problems = r.outcome === 'refused' ? r.problems.join() : '';
+            if (!BYPASS.test(problems)) return; // refused for another reason (UID 10001): covered above
+            const allowed = inject({ metadata: { name: 'p', annotations: { 'dpg.io/allow-capture-bypass': 'app' } }, spec }, options);
+            assert.equal(allowed.outcome, 'injected');
+            const unallowed = structuredClone(allowed.template) as Json;
+            delete unallowed.metadata.annotations['dpg.io/allow-capture-bypass'];
+            assert.match(check(unallowed).failures.join(), BYPASS, JSON.stringify(template));
+          }),
+          { numRuns: 300 },
+        );
+        // Both sides of the rule were exercised.
+        assert.ok(seen.injected > 20 && seen.bypass > 20, JSON.stringify(seen));
+      });
     });
 
     it('the webhook match conditions skip hostNetwork pods only', () => {

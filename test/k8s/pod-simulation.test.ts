@@ -4,7 +4,10 @@
 // would (init containers to completion; the native sidecar until its startupProbe passes); then an
 // app command runs as UID 10002 with the env injection gave the app container. A routed request
 // arrives pseudonymised at an upstream in another namespace, an unrouted one arrives untouched,
-// and an HTTPS request is intercepted and trusted through NODE_EXTRA_CA_CERTS alone.
+// and an HTTPS request is intercepted and trusted through NODE_EXTRA_CA_CERTS alone. A second app
+// container runs as root with the runtime's default capabilities minus those injection dropped: it
+// cannot switch to the gateway's UID or open a packet socket, and its request is captured; the
+// same container with the defaults kept (the control) does go around the gateway.
 //
 // Needs root, iptables and network namespaces (like the capture tests), and `dpg capture`,
 // `dpg ca bundle` and `dpg probe` (issues 9 and 10): otherwise one line says why it did not run.
@@ -21,6 +24,7 @@ import { PodSandbox, UPSTREAM_IP } from './helpers/pod-sandbox.ts';
 
 const REPO = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..');
 const APP_UID = 10002;
+const GATEWAY_UID_TEXT = '10001';
 type Json = Record<string, any>;
 
 function missingCommands(): string | undefined {
@@ -32,17 +36,32 @@ function missingCommands(): string | undefined {
 
 const skip = netnsSkipReason() ?? iptablesSkipReason() ?? missingCommands();
 
-// The app under test: what a pod author writes, nothing about the gateway.
-function appPod(annotations: Record<string, string>, command: string[]) {
+// The app under test: what a pod author writes, nothing about the gateway. `rootApp` adds a second
+// container that runs as root and says nothing about capabilities, like most images do.
+function appPod(annotations: Record<string, string>, command: string[], rootApp: boolean) {
+  const containers: Json[] = [{ name: 'app', image: 'registry.example/orders:1', command }];
+  if (rootApp) containers.push({ name: 'root-app', image: 'registry.example/orders:1', command, securityContext: { runAsUser: 0, runAsGroup: 0 } });
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'orders', annotations: { 'dpg.io/keyring': 'orders-keyring', ...annotations } },
     spec: {
       securityContext: { runAsUser: APP_UID, runAsGroup: APP_UID },
-      containers: [{ name: 'app', image: 'registry.example/orders:1', command }],
+      containers,
     },
   };
+}
+
+// The capabilities containerd (and Docker) give a container by default; the sandbox starts from an
+// empty set, so the root app is run with these minus what its securityContext drops, as a node would.
+const RUNTIME_DEFAULT_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FSETID', 'FOWNER', 'MKNOD', 'NET_RAW', 'SETGID', 'SETUID', 'SETFCAP', 'SETPCAP', 'NET_BIND_SERVICE', 'SYS_CHROOT', 'KILL', 'AUDIT_WRITE'];
+function asRuntimeRunsIt(container: Json): Json {
+  const c = structuredClone(container);
+  const caps = c.securityContext?.capabilities ?? {};
+  const dropped = new Set<string>(caps.drop ?? []);
+  const granted = dropped.has('ALL') ? [] : RUNTIME_DEFAULT_CAPABILITIES.filter((n) => !dropped.has(n));
+  c.securityContext = { ...c.securityContext, capabilities: { add: [...new Set([...granted, ...(caps.add ?? [])])] } };
+  return c;
 }
 
 // The gateway config of the pod's ConfigMap: the sidecar profile, one route for the upstream.
@@ -99,6 +118,20 @@ console.log(JSON.stringify({
 }));
 `;
 
+// A root app trying to leave directly: as the gateway's UID (which capture exempts), then over a
+// packet socket, then plainly. One line per attempt: "<what> <last line it printed, stderr included>".
+const ESCAPE_CLIENT = (node: string, path: string) => `
+echo "as-10001 $(setpriv --reuid=${GATEWAY_UID_TEXT} --regid=${GATEWAY_UID_TEXT} --clear-groups ${node} /app/post.mjs ${path}-as-gateway 2>&1 | tail -n 1)"
+echo "packet-socket $(python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW); print("opened")' 2>&1 | tail -n 1)"
+echo "as-root $(${node} /app/post.mjs ${path}-as-root 2>&1 | tail -n 1)"
+`;
+const POST_ONE = `
+import { request } from 'node:http';
+const req = request('http://${UPSTREAM_IP}' + process.argv[2], { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => { res.resume(); res.on('end', () => console.log(res.statusCode)); });
+req.on('error', (e) => { console.log(e.code || e.message); process.exitCode = 3; });
+req.end(JSON.stringify(${JSON.stringify(RECORD)}));
+`;
+
 // The app in env-proxy mode: curl, which follows HTTP(S)_PROXY and trusts CURL_CA_BUNDLE.
 const CURL_CLIENT = `
 post() { curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'content-type: application/json' --data-binary '${JSON.stringify(RECORD)}' "$1" || echo "curl-exit-$?"; }
@@ -111,10 +144,18 @@ interface Scenario {
   /** The app container's command; `node` is this machine's node. */
   readonly command: string[];
   readonly initContainers: string[];
+  /** Also a root container, to show it cannot step around capture. */
+  readonly rootApp?: boolean;
 }
 
 const SCENARIOS: Scenario[] = [
-  { name: 'transparent capture (Node.js app, no proxy settings)', annotations: {}, command: ['node', '/app/client.mjs'], initContainers: ['dpg-init', 'dpg-trust', 'dpg-proxy'] },
+  {
+    name: 'transparent capture (Node.js app, no proxy settings)',
+    annotations: {},
+    command: ['node', '/app/client.mjs'],
+    initContainers: ['dpg-init', 'dpg-trust', 'dpg-proxy'],
+    rootApp: true,
+  },
   {
     name: 'env-proxy mode (curl through HTTP(S)_PROXY, no capability anywhere)',
     annotations: { 'dpg.io/capture-mode': 'env-proxy' },
@@ -136,7 +177,7 @@ describe('pod simulation', { skip }, () => {
         // 1. The injected spec, from the CLI exactly as a user runs it.
         const r = spawnSync(process.execPath, ['bin/dpg.js', 'inject', '-f', '-', '--image', 'dpg:sim'], {
           cwd: REPO,
-          input: stringify(appPod(scenario.annotations, scenario.command)),
+          input: stringify(appPod(scenario.annotations, scenario.command, scenario.rootApp === true)),
           encoding: 'utf8',
         });
         assert.equal(r.status, 0, r.stderr);
@@ -154,7 +195,7 @@ describe('pod simulation', { skip }, () => {
         writeFileSync(files.cert, upstreamCerts.material.tlsCert);
         writeFileSync(files.key, upstreamCerts.material.tlsKey);
         // The app's "image": its client at /app.
-        for (const [name, text] of [['client.mjs', NODE_CLIENT], ['client.sh', CURL_CLIENT]]) {
+        for (const [name, text] of [['client.mjs', NODE_CLIENT], ['client.sh', CURL_CLIENT], ['post.mjs', POST_ONE], ['escape.sh', ESCAPE_CLIENT(process.execPath, '/v1/customers/50')], ['escape-control.sh', ESCAPE_CLIENT(process.execPath, '/v1/customers/51')]]) {
           writeFileSync(join(sandbox.dir, name), text);
           chmodSync(join(sandbox.dir, name), 0o644);
         }
@@ -235,6 +276,41 @@ describe('pod simulation', { skip }, () => {
         }
         assert.equal(tls.tls, true, 'the gateway re-encrypted to the upstream');
       });
+
+      if (scenario.rootApp) {
+        const withCode = (c: Json) => {
+          const out = structuredClone(c);
+          out.volumeMounts = [...(out.volumeMounts ?? []), { name: 'app-code', mountPath: '/app', readOnly: true }];
+          return out;
+        };
+        const attempts = (stdout: string): Record<string, string> => Object.fromEntries(stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]));
+        const arrived = (path: string) => received.find((m) => m.path === path);
+
+        it('a root app (injection dropped NET_RAW, SETGID, SETUID) cannot become UID 10001 or open a packet socket; its request is captured', async () => {
+          const rootApp = injected.spec.containers.find((c: Json) => c.name === 'root-app');
+          assert.deepEqual(rootApp.securityContext, { runAsUser: 0, runAsGroup: 0, capabilities: { drop: ['NET_RAW', 'SETGID', 'SETUID'] } });
+          const r = await sandbox.run(withCode(asRuntimeRunsIt(rootApp)), ['sh', '/app/escape.sh']);
+          assert.equal(r.code, 0, r.stderr);
+          const seen = attempts(r.stdout);
+          assert.match(seen['as-10001'], /setpriv: .*Operation not permitted/, 'setpriv to the gateway UID is refused');
+          assert.match(seen['packet-socket'], /PermissionError: \[Errno 1\] Operation not permitted/, 'no packet socket');
+          assert.equal(seen['as-root'], '200');
+          assert.equal(arrived('/v1/customers/50-as-gateway'), undefined);
+          const body = JSON.parse(arrived('/v1/customers/50-as-root')!.body);
+          assert.notEqual(body.cardNumber, RECORD.cardNumber, 'protected by the gateway');
+          assert.match(body.cardNumber, /^\d{4} \d{4} \d{4} 1111$/);
+        });
+
+        it('the control: the same root app with the runtime defaults kept becomes UID 10001 (its request leaves in clear) and opens a packet socket', async () => {
+          const rootApp = structuredClone(injected.spec.containers.find((c: Json) => c.name === 'root-app'));
+          delete rootApp.securityContext.capabilities;
+          const r = await sandbox.run(withCode(asRuntimeRunsIt(rootApp)), ['sh', '/app/escape-control.sh']);
+          assert.equal(r.code, 0, r.stderr);
+          assert.deepEqual(attempts(r.stdout), { 'as-10001': '200', 'packet-socket': 'opened', 'as-root': '200' });
+          assert.notEqual(JSON.parse(arrived('/v1/customers/51-as-root')!.body).cardNumber, RECORD.cardNumber);
+          assert.equal(arrived('/v1/customers/51-as-gateway')!.body, JSON.stringify(RECORD), 'what the drop prevents: the request went around the gateway');
+        });
+      }
     });
   }
 });

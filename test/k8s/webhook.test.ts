@@ -177,9 +177,13 @@ describe('dpg webhook over HTTPS', () => {
     const r = await call('/mutate', JSON.stringify(body));
     const ops = JSON.parse(Buffer.from(r.json.response.patch, 'base64').toString('utf8')) as { path: string }[];
     assert.ok(ops.length > 0);
-    assert.ok(ops.every((op) => op.path.startsWith('/spec/containers/1/') || op.path === '/metadata/annotations/dpg.io~1status'), JSON.stringify(ops));
+    const ownAnnotations = ['/metadata/annotations/dpg.io~1status', '/metadata/annotations/dpg.io~1notes'];
+    assert.ok(ops.every((op) => op.path.startsWith('/spec/containers/1/') || ownAnnotations.includes(op.path)), JSON.stringify(ops));
     const after = applyPatch(pod, r.json.response);
     assert.ok(after.spec.containers[1].volumeMounts.some((m: Json) => m.name === 'dpg-trust'));
+    // It may run as root: it loses the default capabilities that lead around capture, like the first container.
+    assert.deepEqual(after.spec.containers[1].securityContext, after.spec.containers[0].securityContext);
+    assert.deepEqual(after.spec.containers[1].securityContext.capabilities, { drop: ['NET_RAW', 'SETGID', 'SETUID'] });
   });
 
   it('/validate: denies a pod that is not injected, allows one that is', async () => {
