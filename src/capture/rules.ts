@@ -126,17 +126,39 @@ export function restoreInput(o: CaptureOptions, family: Family): string {
   return [...nat, 'COMMIT', ...filter, 'COMMIT', ''].join('\n');
 }
 
-/** The ports a config's routes name; with a route that names none (it matches any port), 80 and 443 too. */
-export function routePorts(routes: readonly { readonly match?: { readonly port?: number } }[]): number[] {
-  const ports = new Set<number>();
-  let unported = routes.length === 0;
-  for (const r of routes) {
-    if (r.match?.port === undefined) unported = true;
-    else ports.add(r.match.port);
+/** What capture needs of a route: its name and port. */
+export interface PortedRoute {
+  readonly name?: string;
+  readonly match?: { readonly port?: number };
+}
+
+/**
+ * The default include ports for a config's routes: the ports they name; EVERY port (`*`) as soon as
+ * one route names none, because such a route matches every port, and a port left uncaptured would
+ * let its requests go direct, in clear (review finding 8); 80 and 443 when there are no routes.
+ */
+export function routePorts(routes: readonly PortedRoute[]): number[] | '*' {
+  if (routes.length === 0) return [80, 443];
+  if (unportedRoutes(routes).length > 0) return '*';
+  return [...new Set(routes.map((r) => r.match?.port as number))].sort((a, b) => a - b);
+}
+
+/** The names of the routes that name no port (they match every port). */
+export function unportedRoutes(routes: readonly PortedRoute[]): string[] {
+  return routes.filter((r) => r.match?.port === undefined).map((r, i) => r.name ?? `#${i + 1}`);
+}
+
+/**
+ * The warning `dpg capture` and `dpg validate` print about routes without a port: what capture does
+ * for them, given the ports it captures (`undefined`: the default, every port).
+ */
+export function unportedWarning(names: readonly string[], captured?: readonly number[] | '*'): string {
+  const which = `route${names.length > 1 ? 's' : ''} ${names.join(', ')} name${names.length > 1 ? '' : 's'} no port, so ${names.length > 1 ? 'they match' : 'it matches'} every port`;
+  if (captured !== undefined && captured !== '*') {
+    return `${which}, but only TCP ${captured.join(',')} ${captured.length > 1 ? 'are' : 'is'} captured: requests to ${names.length > 1 ? 'them' : 'it'} on any other port go direct, in clear`;
   }
-  if (unported) {
-    ports.add(80);
-    ports.add(443);
-  }
-  return [...ports].sort((a, b) => a - b);
+  return (
+    `${which}: dpg capture redirects every TCP port by default, so connections to other services pass through the gateway ` +
+    '(spliced untouched; server-speaks-first protocols wait peekTimeoutMs). Give each route a port to capture only those'
+  );
 }

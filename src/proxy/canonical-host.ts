@@ -48,8 +48,15 @@ export function canonicalHostOf(raw: string): string | undefined {
   const parsed = domainToASCII(inner);
   if (parsed === '') return undefined;
   if (isIP(parsed) === 4) return parsed;
-  const name = parsed.replace(/\.+$/, '');
+  const name = trimTrailingDots(parsed);
   return NAME.test(name) ? name : undefined;
+}
+
+/** `name...` → `name`, by a loop: `/\.+$/` backtracks quadratically on a long run of inner dots. */
+export function trimTrailingDots(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x2e) end--;
+  return end === text.length ? text : text.slice(0, end);
 }
 
 /** `::ffff:7f00:1` → `127.0.0.1`; any other address as it is. `address` is canonical IPv6. */

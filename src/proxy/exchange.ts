@@ -16,6 +16,7 @@ import type { ProxyRoute } from '../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from './body-kind.ts';
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
+import { overrideMethods } from './method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from './problem.ts';
 import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from './routes.ts';
@@ -112,14 +113,22 @@ function splitPath(path: string): { pathname: string; query: string | undefined 
   return q === -1 ? { pathname: path, query: undefined } : { pathname: path.slice(0, q), query: path.slice(q + 1) };
 }
 
-/** What the route table sees of a request (the table itself canonicalises the host). */
+/**
+ * What the route table sees of a request (the table itself canonicalises the host): also the
+ * address it is dialled at, and the methods it may be run as (method-override.ts).
+ */
 export function requestFacts(req: IncomingMessage, target: Target): RequestFacts {
+  const { pathname, query } = splitPath(target.path);
+  const method = req.method ?? 'GET';
+  const contentType = mediaTypeOf(req.headers['content-type']);
   return {
     host: target.host.toLowerCase(),
     port: target.port,
-    method: req.method ?? 'GET',
-    path: splitPath(target.path).pathname,
-    contentType: mediaTypeOf(req.headers['content-type']),
+    method,
+    path: pathname,
+    contentType,
+    address: target.connectTo?.address,
+    alsoMethods: overrideMethods(method, req.headers, query, contentType),
   };
 }
 

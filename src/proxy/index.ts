@@ -13,7 +13,8 @@ import type { Engine } from '../engine/types.ts';
 import { loadOrCreateCa } from '../crypto/gateway-ca.ts';
 import { LeafCertificates } from './ca.ts';
 import { ConnectionLimits, IdleSweeper } from './connection-limits.ts';
-import { createExchange, requestFacts, type CompiledRouteSet, type Exchange } from './exchange.ts';
+import { DialAddresses } from './dial-address.ts';
+import { createExchange, requestFacts, type CompiledRouteSet, type Exchange, type Target } from './exchange.ts';
 import { compilePhase, type CompiledPhase } from './phase.ts';
 import { problemOf, sendProblem, sendProblemOnSocket } from './problem.ts';
 import { forwardTarget, reverseBase, reverseTarget, tunnelTarget, type TargetReading } from './request-target.ts';
@@ -22,7 +23,7 @@ import { canonicalHost, compileRoutes, isValidHostPattern } from './routes.ts';
 import { handleConnect, type TunnelTarget } from './tunnel.ts';
 import { handleUpgrade } from './upgrade.ts';
 import type { TransparentDeps } from './transparent/index.ts';
-import { createUpstreamAgent, upstreamRoots } from './upstream.ts';
+import { createUpstreamAgent, upstreamProblem, upstreamRoots } from './upstream.ts';
 
 export interface ProxyDeps {
   readonly config: ProxyConfig;
@@ -144,6 +145,21 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     logger,
   });
   const routes = compileRouteSet(config.routes ?? [], engine, logger, hostAddresses);
+  // Names on ports an IP-literal route covers: resolved, matched and dialled as their address.
+  const dial = new DialAddresses({
+    routes: config.routes ?? [],
+    resolve: deps.resolveHost ?? systemResolver,
+    refreshMs: config.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
+  });
+  const pin = (host: string, port: number): Promise<string> | undefined => dial.pin(host, port);
+  /** The target dialled at its resolved address when one must be fixed first (dial-address.ts). */
+  const pinTarget = (target: Target): Promise<Target> | undefined => {
+    if (target.connectTo !== undefined) return undefined;
+    return pin(target.host, target.port)?.then((address) => ({
+      ...target,
+      connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
+    }));
+  };
   const targets = new WeakMap<object, TunnelTarget>();
   const sockets = new Set<Duplex>();
   const intercepted = new Set<Duplex>();
@@ -155,7 +171,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const sweeper = new IdleSweeper(config.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, (socket) => (inFlight.get(socket) ?? 0) > 0);
   const limits = new ConnectionLimits(logger, sweeper);
   const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted: () => limits.exhausted() });
-  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer };
+  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin };
   const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots };
 
   /** A request target that cannot be read one way: 400, the connection closed, nothing sent upstream. */
@@ -174,7 +190,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       sendProblemOnSocket(socket, problemOf(new DpgError('INVALID_REQUEST', reading.reason)));
       return;
     }
-    handleUpgrade(upgradeDeps, server, req, socket, head, reading.target, requestFacts(req, reading.target));
+    const upgrade = (target: Target): void => handleUpgrade(upgradeDeps, server, req, socket, head, target, requestFacts(req, target));
+    const pinning = pinTarget(reading.target);
+    if (pinning === undefined) upgrade(reading.target);
+    else {
+      socket.on('error', () => socket.destroy());
+      pinning.then(upgrade, (err: unknown) => sendProblemOnSocket(socket, upstreamProblem(err)));
+    }
   };
   let shuttingDown = false;
 
@@ -184,7 +206,19 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       refuseTarget(res, reading.reason);
       return;
     }
-    const target = reading.target;
+    const pinning = pinTarget(reading.target);
+    if (pinning === undefined) serveTarget(req, res, reading.target, expectsContinue);
+    else {
+      pinning.then(
+        (target) => serveTarget(req, res, target, expectsContinue),
+        (err: unknown) => {
+          if (!res.destroyed) sendProblem(res, upstreamProblem(err), undefined, true);
+        },
+      );
+    }
+  };
+
+  const serveTarget = (req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
     // While shutting down, finish this exchange but end its keep-alive connection.
     if (shuttingDown) res.shouldKeepAlive = false;
     const socket = req.socket;

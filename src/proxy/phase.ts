@@ -163,13 +163,15 @@ function checkForm(text: string): void {
 
 /**
  * PHP's reading of a parameter name: spaces and dots in the name before any `[` become `_`
- * (`card.number` is `$_POST['card_number']`). With `_` ignored by name matching, that reading is
- * tried too, so `card.number=` and `card number=` are `cardNumber` wherever PHP would say so.
+ * (`card.number` is `$_POST['card_number']`), and so does a `[` that is never closed
+ * (`card[number` is `card_number`; a closed `[…]` is an array key). With `_` ignored by name
+ * matching, that reading is tried too, so such names are `cardNumber` wherever PHP would say so.
  */
 function phpName(name: string): string {
   const bracket = name.indexOf('[');
-  const head = bracket === -1 ? name : name.slice(0, bracket);
-  return head.replace(/[. ]/g, '_') + (bracket === -1 ? '' : name.slice(bracket));
+  const head = (bracket === -1 ? name : name.slice(0, bracket)).replace(/[. ]/g, '_');
+  if (bracket === -1) return head;
+  return name.includes(']', bracket) ? head + name.slice(bracket) : `${head}_${name.slice(bracket + 1)}`;
 }
 
 /**

@@ -72,6 +72,8 @@ export interface TunnelAuthority {
   readonly scheme: 'http' | 'https';
   readonly host: string;
   readonly port: number;
+  /** The address the tunnel was matched and is dialled at, when fixed at CONNECT (dial-address.ts). */
+  readonly address?: string;
 }
 
 /**
@@ -107,7 +109,9 @@ export function tunnelTarget(url: string, tunnel: TunnelAuthority, hostHeader: s
   }
   const path = readPath(rest);
   if (!path.ok) return fromPath(path);
-  return { ok: true, target: { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path: targetOf(path), hostHeader: undefined } };
+  const target: Target = { scheme: tunnel.scheme, host: tunnel.host, port: tunnel.port, path: targetOf(path), hostHeader: undefined };
+  if (tunnel.address === undefined) return { ok: true, target };
+  return { ok: true, target: { ...target, connectTo: { address: tunnel.address, servername: tunnel.scheme === 'https' ? tunnel.host : undefined } } };
 }
 
 /** A reverse listener's upstream, read once at start. */

@@ -18,6 +18,8 @@ export interface TunnelTarget {
   readonly scheme: 'http' | 'https';
   readonly host: string;
   readonly port: number;
+  /** Where the tunnel is dialled, when it was fixed before matching (dial-address.ts). */
+  readonly address?: string;
 }
 
 export interface TunnelDeps {
@@ -35,6 +37,8 @@ export interface TunnelDeps {
   readonly intercepted: Set<Duplex>;
   /** Intercepting TLS socket → the client connection under it (for idle tracking). */
   readonly outer: WeakMap<object, Duplex>;
+  /** The address a CONNECT to host:port is dialled at when it must be fixed first (dial-address.ts). */
+  readonly pin?: (host: string, port: number) => Promise<string> | undefined;
 }
 
 /**
@@ -66,15 +70,21 @@ export function handleConnect(deps: TunnelDeps, req: IncomingMessage, client: Du
     refuse(client, '400 Bad Request', 'CONNECT to an unspecified address (0.0.0.0, ::) is refused');
     return;
   }
-  if (deps.routes.intercepts(target.host, target.port)) intercept(deps, client, head, target);
-  else blindTunnel(deps, client, head, target);
+  const open = (address: string | undefined): void => {
+    const dialled = address === undefined ? target : { ...target, address };
+    if (deps.routes.intercepts(target.host, target.port, address)) intercept(deps, client, head, dialled);
+    else blindTunnel(deps, client, head, dialled);
+  };
+  const pinning = deps.pin?.(target.host, target.port);
+  if (pinning === undefined) open(undefined);
+  else pinning.then(open, () => refuse(client, '502 Bad Gateway', 'The upstream host name could not be resolved'));
 }
 
 /**
  * Answers 200, then looks at the first byte: a TLS handshake (0x16) is terminated with the host's
  * leaf certificate; anything else is taken as plain HTTP tunnelled through CONNECT.
  */
-function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
+function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omit<TunnelTarget, 'scheme'>): void {
   client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
   // Until its first byte the tunnel is nobody's: closed at shutdown like a tunnel, and at once when
   // the app hangs up (node:http sockets allow half-open connections: an 'end' alone closes nothing).
@@ -116,9 +126,9 @@ function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: { hos
   else client.once('data', start);
 }
 
-function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: { host: string; port: number }): void {
+function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omit<TunnelTarget, 'scheme'>): void {
   track(deps.sockets, client);
-  const upstream = netConnect({ host: target.host, port: target.port });
+  const upstream = netConnect({ host: target.address ?? target.host, port: target.port });
   track(deps.sockets, upstream);
   let connected = false;
   const timer = setTimeout(() => {

@@ -243,6 +243,20 @@ logging: { level: info }
     assert.equal(await save(), first);
   });
 
+  test('review finding 8: by default a route without a port is captured on every port (8443 arrives masked)', async () => {
+    // The config's route names no port: it matches every port, so the default captures them all.
+    const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
+    const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('port-8443'), 'http://api.partner.test:8443/v1/customers']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(bodyOf('port-8443')?.cardNumber, MASKED);
+    assert.match(cap.stderr, /route partner names no port/);
+    assert.match(cap.stdout, /TCP every TCP port but 8080 \(a route names no port\)/);
+    const excluded = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('excluded-port-2'), 'http://api.partner.test:8080/v1/customers']);
+    assert.equal(excluded.code, 0, excluded.stderr);
+    assert.equal(bodyOf('excluded-port-2')?.cardNumber, CARD, 'an excluded port still bypasses');
+  });
+
   test('gateway stopped: the app is refused, nothing reaches the upstream; then --remove leaves no rule', async () => {
     await stopGateway();
     const before = events.length;

@@ -69,10 +69,11 @@ describe('capture rules', () => {
     assert.equal(problems({ appUid: 10002 }), '');
   });
 
-  test('default ports: the ports routes name, plus 80 and 443 when a route names none', () => {
+  test('default ports: the ports routes name; every port when a route names none (it matches every port); 80,443 without routes', () => {
     assert.deepEqual(routePorts([]), [80, 443]);
-    assert.deepEqual(routePorts([{ match: { port: 8443 } }, { match: { port: 9000 } }]), [8443, 9000]);
-    assert.deepEqual(routePorts([{ match: { port: 8443 } }, { match: {} }]), [80, 443, 8443]);
+    assert.deepEqual(routePorts([{ match: { port: 8443 } }, { match: { port: 9000 } }, { match: { port: 8443 } }]), [8443, 9000]);
+    assert.equal(routePorts([{ match: { port: 8443 } }, { match: {} }]), '*');
+    assert.equal(routePorts([{ name: 'no-match' }]), '*');
   });
 });
 
@@ -90,23 +91,51 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     assert.match(r.stdout, /-t nat -C OUTPUT -p tcp -j DPG_OUTPUT \|\| .* -t nat -I OUTPUT 1 -p tcp -j DPG_OUTPUT/);
   });
 
+  /** A config file holding `proxy` (YAML, indented under it); returns its path. */
+  const configWith = (proxy: string): string => {
+    const config = join(sharedTempDir('dpg-capture-cfg-'), 'gateway.yaml');
+    writeFileSync(config, `manifests: ${join(process.cwd(), 'config/manifests')}\nproxy:\n${proxy}`);
+    return config;
+  };
+
   test('the ports and the redirect port come from the config when one is given', () => {
-    const dir = sharedTempDir('dpg-capture-cfg-');
-    const config = join(dir, 'gateway.yaml');
-    writeFileSync(
-      config,
-      `manifests: ${join(process.cwd(), 'config/manifests')}
-proxy:
-  routes:
+    const config = configWith(`  routes:
     - name: r
       match: { host: api.partner.test, port: 8443 }
       request: { manifest: customer, jobType: Mask }
   transparent: { listen: "127.0.0.1:15099" }
-`,
-    );
+`);
     const r = dpg(['--dry-run', '--config', config]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /--dports 8443 -j REDIRECT --to-ports 15099/);
+  });
+
+  test('review finding 8: a route without a port captures every TCP port by default, with a warning; narrowing it warns that the rest goes direct', () => {
+    const config = configWith(`  routes:
+    - name: partner
+      match: { host: "*.partner.test", path: "/v1/customers/**" }
+      request: { manifest: customer, jobType: Mask }
+    - name: ported
+      match: { host: api.other.test, port: 8443 }
+      request: { manifest: customer, jobType: Mask }
+`);
+    const r = dpg(['--dry-run', '--config', config]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /-A DPG_OUTPUT -p tcp -j REDIRECT --to-ports 15006/, 'every TCP port is redirected');
+    assert.doesNotMatch(r.stdout, /--dports 80,443 -j REDIRECT/);
+    assert.match(r.stderr, /warning: route partner names no port, so it matches every port: dpg capture redirects every TCP port/);
+    const narrowed = dpg(['--dry-run', '--config', config, '--include-ports', '80,443']);
+    assert.equal(narrowed.code, 0, narrowed.stderr);
+    assert.match(narrowed.stderr, /warning: route partner names no port, so it matches every port, but only TCP 80,443 are captured: requests to it on any other port go direct, in clear/);
+    assert.equal(dpg(['--dry-run', '--config', config, '--include-ports', '*']).stderr, '', 'capturing every port needs no warning');
+
+    const validate = spawnSync(process.execPath, ['bin/dpg.js', 'validate', '--config', config], {
+      encoding: 'utf8',
+      env: { ...process.env, DPG_CONFIG: '', DPG_DATA_DIR: join(config, '..', 'data'), DPG_LOG_LEVEL: 'silent' },
+      timeout: 30_000,
+    });
+    assert.equal(validate.status, 0, validate.stderr);
+    assert.match(validate.stdout, /warning: proxy: route partner names no port, so it matches every port: dpg capture redirects every TCP port/);
   });
 
   test('refusals exit 1 with the reason; bad flags exit 2', () => {

@@ -6,22 +6,22 @@
 // protected view may carry the card in clear — in fact none may: each is protected or refused.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { readPath } from '../../src/proxy/canonical-path.ts';
 import { compilePathGlob } from '../../src/proxy/routes.ts';
 import {
   CARD,
   exchangeRaw,
+  FLASK_MISSING,
   openTunnel,
   proxyConfig,
   rawPost,
   route,
   sendRaw,
+  startFlaskUpstream,
   startTestProxy,
   startUpstream,
+  type FlaskUpstream,
   type RawResponse,
   type TestProxy,
   type Upstream,
@@ -162,41 +162,35 @@ describe('a Node upstream routing with URL', () => {
 });
 
 describe('a Flask upstream (werkzeug)', () => {
-  const python = spawnSync('python3', ['-c', 'import flask'], { encoding: 'utf8' });
-  const available = python.status === 0;
-  let flask: ChildProcess | undefined;
-  let flaskPort = 0;
+  let flask: FlaskUpstream | undefined;
   let p: TestProxy | undefined;
 
   before(async () => {
-    if (!available) return;
-    const script = fileURLToPath(new URL('./fixtures/flask_upstream.py', import.meta.url));
-    flask = spawn('python3', [script, CARD], { stdio: ['ignore', 'pipe', 'ignore'] });
-    const [line] = (await once(flask.stdout!, 'data')) as [Buffer];
-    flaskPort = Number(line.toString().trim());
+    flask = await startFlaskUpstream();
+    if (!flask) return;
     p = await startTestProxy(
       proxyConfig({
-        routes: [route('customers', { match: { host: '127.0.0.1', port: flaskPort, path: '/v1/customers/**' }, request: { manifest: 'customer', jobType: 'Mask' } })],
-        reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: `http://127.0.0.1:${flaskPort}` }],
+        routes: [route('customers', { match: { host: '127.0.0.1', port: flask.port, path: '/v1/customers/**' }, request: { manifest: 'customer', jobType: 'Mask' } })],
+        reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: `http://127.0.0.1:${flask.port}` }],
       }),
     );
   });
 
   after(async () => {
     await p?.close();
-    flask?.kill();
+    flask?.close();
   });
 
   test('every corpus path on every listener: protected or refused; Flask never sees the card in clear', async (t) => {
-    if (!available) {
-      t.skip('python3 with Flask is not installed (apt-get install python3-flask): the Flask differential test did not run');
+    if (!flask) {
+      t.skip(`${FLASK_MISSING}: the Flask differential test did not run`);
       return;
     }
     const proxy = p as TestProxy;
     // The recorder works: an unrouted path reaches Flask with the card in clear.
-    await sendRaw(proxy.proxy.address.port, rawPost(`http://127.0.0.1:${flaskPort}/v2/other`, `127.0.0.1:${flaskPort}`, BODY));
-    assertProtectedOrRefused(await sendCorpus(proxy, { port: flaskPort }));
-    const records = (await (await fetch(`http://127.0.0.1:${flaskPort}/__received`)).json()) as { path: string; endpoint: string | null; clear: boolean }[];
+    await sendRaw(proxy.proxy.address.port, rawPost(`http://127.0.0.1:${flask.port}/v2/other`, `127.0.0.1:${flask.port}`, BODY));
+    assertProtectedOrRefused(await sendCorpus(proxy, { port: flask.port }));
+    const records = await flask.records();
     assert.deepEqual(records[0], { path: '/v2/other', endpoint: 'other', clear: true });
     const corpusRecords = records.slice(1);
     assert.ok(corpusRecords.some((r) => r.endpoint === 'customers'), 'Flask routed some corpus requests to customers');

@@ -1,7 +1,9 @@
 // Test fixtures for the proxy: recording upstreams (HTTP and HTTPS with their own test CA), a
 // proxy config builder, and a started proxy with the real engine and a captured log.
 
+import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -11,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import type { ProxyConfig, ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
@@ -302,3 +305,38 @@ export function rawPost(target: string, host: string, body: string | Buffer, con
   const ct = contentType === undefined ? '' : `Content-Type: ${contentType}\r\n`;
   return Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n${ct}Content-Length: ${b.length}\r\n\r\n`, 'latin1'), b]);
 }
+
+/** What the Flask upstream recorded of one request that reached a view. */
+export interface FlaskRecord {
+  readonly path: string;
+  /** The view Flask routed it to: `customers` (POST /v1/customers/**) or `other`. */
+  readonly endpoint: string | null;
+  /** The card was in the body or the query string, in clear. */
+  readonly clear: boolean;
+}
+
+export interface FlaskUpstream {
+  readonly port: number;
+  /** Every request that reached a view so far (asked directly, not through the proxy). */
+  records(): Promise<FlaskRecord[]>;
+  close(): void;
+}
+
+/**
+ * A real Flask app on werkzeug's server (fixtures/flask_upstream.py), the lenient reader of the
+ * differential tests; undefined when python3 with Flask is not installed (the caller says so).
+ */
+export async function startFlaskUpstream(): Promise<FlaskUpstream | undefined> {
+  if (spawnSync('python3', ['-c', 'import flask'], { stdio: 'ignore' }).status !== 0) return undefined;
+  const script = fileURLToPath(new URL('./fixtures/flask_upstream.py', import.meta.url));
+  const child = spawn('python3', [script, CARD], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  const port = Number(line.toString().trim());
+  return {
+    port,
+    records: async () => (await (await fetch(`http://127.0.0.1:${port}/__received`)).json()) as FlaskRecord[],
+    close: () => child.kill(),
+  };
+}
+
+export const FLASK_MISSING = 'python3 with Flask is not installed (apt-get install python3-flask)';

@@ -50,6 +50,34 @@ test('path glob: * one segment, ** any number', () => {
   for (const [glob, path, expected] of cases) assert.equal(compilePathGlob(glob)(path), expected, `${glob} ~ ${path}`);
 });
 
+/** The glob as a regular expression (what compilePathGlob compiled to before it became linear). */
+function referenceGlob(glob: string): RegExp {
+  const literal = (seg: string): string => seg.split('*').map((l) => l.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*');
+  let source = '^';
+  glob.split('/').forEach((seg, i) => {
+    if (i === 0) source += seg === '' ? '' : seg === '**' ? '.*' : literal(seg);
+    else source += seg === '**' ? '(?:/.*)?' : '/' + literal(seg);
+  });
+  return new RegExp(source + '$');
+}
+
+test('path glob: the linear matcher agrees with the regular expression on random globs and paths', () => {
+  let seed = 7;
+  const random = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+  const pick = <T,>(items: readonly T[]): T => items[random(items.length)];
+  const globSegments = ['a', 'b', '*', '**', 'a*', '*b', 'a*b', '*.*', 'a**b', '', '.'];
+  const pathSegments = ['a', 'b', 'ab', 'aab', 'a.b', '', '.', 'ba', 'x'];
+  for (let g = 0; g < 300; g++) {
+    const glob = (random(5) === 0 ? '' : '/') + Array.from({ length: 1 + random(4) }, () => pick(globSegments)).join('/');
+    const matcher = compilePathGlob(glob);
+    const reference = referenceGlob(glob);
+    for (let k = 0; k < 40; k++) {
+      const path = '/' + Array.from({ length: random(5) }, () => pick(pathSegments)).join('/');
+      assert.equal(matcher(path), reference.test(path), `${glob} ~ ${path}`);
+    }
+  }
+});
+
 test('paths are normalised before matching: escapes of unreserved characters, dot segments, //', () => {
   assert.equal(normalizePath('/v1/%63ustomers/1'), '/v1/customers/1');
   assert.equal(normalizePath('/v1/x/../customers/1'), '/v1/customers/1');

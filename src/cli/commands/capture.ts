@@ -9,7 +9,7 @@ const options = {
   'proxy-uid': { type: 'string', value: 'UID', help: "the gateway's UID, exempt from capture (default 10001; never 0)" },
   'app-uid': { type: 'string', value: 'UID', help: "the app's UID: refused when it is the gateway's" },
   'redirect-port': { type: 'string', value: 'PORT', help: "the transparent listener's port (default: the config's, else 15006)" },
-  'include-ports': { type: 'string', value: 'LIST|*', help: 'TCP ports to capture, comma-separated, or * for all (default: the ports routes name, else 80,443)' },
+  'include-ports': { type: 'string', value: 'LIST|*', help: 'TCP ports to capture, comma-separated, or * for all (default: the ports routes name; * when a route names none; 80,443 without routes)' },
   'exclude-ports': { type: 'string', value: 'LIST', help: 'TCP ports never captured' },
   'exclude-cidrs': { type: 'string', value: 'LIST', help: 'destination CIDRs never captured (IPv4 and IPv6)' },
   backend: { type: 'string', value: 'nft|legacy', help: 'iptables backend (default nft)' },
@@ -57,7 +57,7 @@ export const captureCommand: Command = {
     if (backend !== 'nft' && backend !== 'legacy') throw new UsageError('--backend must be nft or legacy');
 
     // The config (when named) gives the default ports and the listener's port.
-    let routes: readonly { match?: { port?: number } }[] | undefined;
+    let routes: readonly { name?: string; match?: { port?: number } }[] | undefined;
     let configPort: number | undefined;
     const file = (v.config as string | undefined) ?? (process.env.DPG_CONFIG || undefined);
     if (file !== undefined) {
@@ -68,10 +68,14 @@ export const captureCommand: Command = {
       const listen = config.proxy.transparent?.listen.port;
       if (listen !== undefined && listen !== 0) configPort = listen;
     }
-    const { routePorts } = await import('../../capture/rules.ts');
+    const { routePorts, unportedRoutes, unportedWarning } = await import('../../capture/rules.ts');
     const include = v['include-ports'] as string | undefined;
     const includePorts = include === undefined ? routePorts(routes ?? []) : include.trim() === '*' ? '*' : ports(include, 'include-ports');
-    const portsFrom = include !== undefined ? '--include-ports' : routes !== undefined && routes.length > 0 ? 'the ports routes name' : 'default';
+    const unported = unportedRoutes(routes ?? []);
+    const portsFrom =
+      include !== undefined ? '--include-ports' : unported.length > 0 ? 'a route names no port' : routes !== undefined && routes.length > 0 ? 'the ports routes name' : 'default';
+    // Routes without a port match every port: say what capture does about it, loudly.
+    if (unported.length > 0 && !v.remove && (include === undefined || includePorts !== '*')) io.stderr.write(`dpg capture: warning: ${unportedWarning(unported, include === undefined ? undefined : includePorts)}\n`);
     const redirect = v['redirect-port'] as string | undefined;
     if (redirect !== undefined && !/^\d{1,5}$/.test(redirect)) throw new UsageError('--redirect-port must be a port');
 

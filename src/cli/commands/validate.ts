@@ -14,8 +14,9 @@ export const validateCommand: Command = {
     Checks the config, the keyring and every manifest; prints each problem with file and line
     and exits 1, or prints the config, the data directory, the keyring's keys and what each
     manifest does. Warns about a field one job type protects and another leaves in clear (an
-    error in a manifest with strict: true), and about a field matched by several names without a
-    keyName (its keys follow the first).`,
+    error in a manifest with strict: true), about a field matched by several names without a
+    keyName (its keys follow the first), and about proxy routes without a port (they match every
+    port, so dpg capture captures every port).`,
   options,
   async run(args, io) {
     const { values } = parseFlags(args, options);
@@ -28,6 +29,9 @@ export const validateCommand: Command = {
     const refs = checkConfigReferences(config, engine);
     if (refs.length > 0) throw new ConfigError(refs);
     io.stdout.write(`config ${config.file}: ok\ndata directory ${config.dataDir}\n`);
+    const { unportedRoutes, unportedWarning } = await import('../../capture/rules.ts');
+    const unported = config.proxy.enabled ? unportedRoutes(config.proxy.routes ?? []) : [];
+    if (unported.length > 0) io.stdout.write(`warning: proxy: ${unportedWarning(unported)}\n`);
     for (const line of keyring.explain()) io.stdout.write(`key ${line}\n`);
     for (const warning of keyring.retiredNowWarnings(new Date())) io.stdout.write(`warning: ${warning}\n`);
     for (const name of engine.manifestNames()) {

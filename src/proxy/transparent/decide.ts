@@ -4,12 +4,18 @@
 //   destination no route can concern ─────────────────────────────► splice from the first byte
 //   TLS ClientHello ── server name or address routed ─────────────► intercept (leaf from the CA)
 //                    └ otherwise ─────────────────────────────────► splice (the upstream's own certificate)
-//   HTTP/1.x ──────── Host or address routed, or anything unusual ► HTTP: every request routed and protected
-//                    └ otherwise ─────────────────────────────────► splice (byte-equal)
-//   h2c preface, other protocols ── address routed ───────────────► refuse (nothing can be protected)
-//                                 └ otherwise ────────────────────► splice
+//   HTTP/1.x as any server could read it ── not clear ────────────► HTTP: Node's strict parser reads
+//     (http-head.ts, lenient)            ├ Host or address routed ─► it, routes and protects every
+//                                        │                           request, or refuses it (400)
+//                                        └ clear, host unrouted ───► splice (byte-equal)
+//   h2c preface, clearly another protocol ── address routed ──────► refuse (nothing can be protected)
+//                                          └ otherwise ───────────► splice
 //   malformed ClientHello ────────────────────────────────────────► refuse
 //
+// "Clear" is the one head every server reads alike (one Host, strict request line and headers):
+// only then can the gateway know that the upstream will not read a routed host into it. Anything
+// that a lenient server might take for a request (any whitespace as separator, odd versions, stray
+// CRs, HTTP/0.9, no Host) is read in full instead — on these ports doubt never ends in a splice.
 // A client that stays silent (server-speaks-first protocols) gets its upstream connected while the
 // gateway keeps waiting for its first bytes; see index.ts.
 

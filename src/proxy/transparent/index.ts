@@ -299,7 +299,8 @@ function listen(
  * spelling (or refused), hosts canonical. The host routes are matched on is the first of these that
  * some route matches: the absolute-form authority, the Host header, the TLS server name, the
  * original destination address (which the route table counts as any routed name it belongs to).
- * So a request is protected when ANY name it can be read as is routed. The connection always goes
+ * So a request is protected when ANY name it can be read as is routed; one that names no host is
+ * refused where a route for a name could be its server's default host. The connection always goes
  * to the original destination address, TLS verified against the server name the app sent.
  */
 export function requestTarget(req: IncomingMessage, info: ConnectionInfo, table: RouteTable): TargetReading {
@@ -337,6 +338,11 @@ export function requestTarget(req: IncomingMessage, info: ConnectionInfo, table:
   const facts = requestFacts(req, base);
   for (const host of candidates) {
     if (table.match({ ...facts, host }) !== undefined) return { ok: true, target: host === base.host ? base : { ...base, host } };
+  }
+  // No name at all (HTTP/1.0 without Host, TLS without SNI): the server answers as its default
+  // host, which may be one a name or wildcard route protects here.
+  if (candidates.length === 1 && table.coversUnnamed(facts)) {
+    return refuse('The request names no host (no Host header) on a port a route for a host name covers: the server would choose the host');
   }
   return { ok: true, target: base };
 }

@@ -91,7 +91,8 @@ describe('HTTP head peek', () => {
   test('a clean request: its Host, lower case, no port', () => {
     assert.deepEqual(head('POST /v1/x HTTP/1.1\r\nHost: API.Partner.test:8080\r\nContent-Length: 0\r\n\r\n'), { kind: 'http', host: 'api.partner.test', clear: true });
     assert.deepEqual(head('GET / HTTP/1.1\r\nhost: [2001:db8::1]\r\n\r\n'), { kind: 'http', host: '2001:db8::1', clear: true });
-    assert.deepEqual(head('\r\nGET / HTTP/1.0\r\n\r\n'), { kind: 'http', host: undefined, clear: true });
+    assert.deepEqual(head('\r\nGET / HTTP/1.0\r\nHost: a.test\r\n\r\n'), { kind: 'http', host: 'a.test', clear: true });
+    assert.deepEqual(head('POST /x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\n{}'), { kind: 'http', host: 'a.test', clear: true });
   });
   test('incomplete heads wait', () => {
     for (const t of ['', 'PRI * HTTP/2', 'GET / HTTP/1.1\r\nHost: a'] ) assert.equal(head(t).kind, 'need-more', t);
@@ -105,14 +106,38 @@ describe('HTTP head peek', () => {
     'GET\t/ HTTP/1.1\r\nHost: a.test\r\n\r\n',
     'post / http/1.1\r\nHost: a.test\r\n\r\n'.replace('post', 'POST').replace('http/1.1', 'HTTP/1.1').replace('/ ', '/\u00e9 '),
     'GET /x\r\n',
+    // Finding 1: what only a lenient server (Python's http.server) reads as a request.
+    'GET / HTTP/1.0\r\n\r\n',
+    'POST /v1 HTTP/1.10\r\nHost: a.test\r\n\r\n',
+    'POST /v1 HTTP/01.1\r\nHost: a.test\r\n\r\n',
+    'POST /v1 http/1.1\r\nHost: a.test\r\n\r\n',
+    'POST /v1 HTTP/1.1\r\r\nHost: a.test\r\n\r\n',
+    'POST\x0b/v1\x0bHTTP/1.1\r\nHost: a.test\r\n\r\n',
+    'POST\x1f/v1\x1cHTTP/1.1\r\nHost: a.test\r\n\r\n',
+    'POST\xa0/v1\x85HTTP/1.1\r\nHost: a.test\r\n\r\n',
+    ' POST /v1 HTTP/1.1\r\nHost: a.test\r\n\r\n',
+    'POST /v1 a b HTTP/1.1\r\nHost: a.test\r\n\r\n',
+    'GET v1/x\r\n',
+    'POST /v1 HTTP/1.1\nHost: a.test\n\n',
+    'POST /v1 HTTP/1.1\r\nHost: a.test\nX: 1\r\n\r\n',
+    // Framing two servers could read differently, or a second request in the first flight: it would ride the splice.
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx',
+    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\nxPOST /v1 HTTP/1.1\r\nHost: routed.test\r\n\r\n',
+    'GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HTTP/1.1\r\n',
   ];
   for (const t of unclear) test(`read in full, not spliced: ${JSON.stringify(t.slice(0, 40))}`, () => assert.deepEqual(head(t), { kind: 'http', host: undefined, clear: false }));
   test('lower-case methods are HTTP too (some frameworks upper-case them)', () => assert.equal(head('post / HTTP/1.1\r\nHost: a.test\r\n\r\n').kind, 'http'));
-  test('other protocols are not HTTP; h2c prior knowledge is told apart', () => {
+  test('other protocols are not HTTP (binary ones at once, without waiting for a line); h2c prior knowledge is told apart', () => {
     assert.equal(head('SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n').kind, 'not-http');
-    assert.equal(head('\u0000\u0000\u0000\u0008\u0004\u00d2\u0016\u002f').kind, 'need-more');
+    assert.equal(head('\u0000\u0000\u0000\u0008\u0004\u00d2\u0016\u002f').kind, 'not-http', 'PostgreSQL SSLRequest');
+    assert.equal(head('\u003a\u0001\u0000\u0000').kind, 'not-http', 'MongoDB message length');
     assert.equal(head('EHLO client.example\r\n').kind, 'not-http');
+    assert.equal(head('*1\r\n$4\r\nPING\r\n').kind, 'not-http', 'Redis');
     assert.equal(head('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n').kind, 'h2-preface');
+  });
+  test('a token and whitespace wait for the line end: it may still become a request', () => {
+    for (const t of ['POST', 'POST\x0b/v1/customers', 'A \u0001\u0002']) assert.equal(head(t).kind, 'need-more', JSON.stringify(t));
   });
 });
 
