@@ -138,7 +138,7 @@ function signatureAlgorithm(key: KeyObject): { oid: string; rsa: boolean; digest
 /** IPv6 text with a trailing dotted IPv4 part (`::ffff:192.0.2.1`) in all-hex groups, as the encoder wants. */
 function hexGroupsOnly(address: string): string {
   const text = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  const v4 = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text); // bounded: linear on any input
   if (!v4 || !text.includes(':')) return text;
   const [a, b, c, d] = v4.slice(1).map(Number);
   return `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;

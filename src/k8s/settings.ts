@@ -25,7 +25,7 @@ export interface InjectionSettings {
   readonly caSecret?: string;
   readonly captureMode: CaptureMode;
   readonly captureBackend?: 'nft' | 'legacy';
-  /** Canonical `*` or a sorted port list; absent: the ports the gateway's routes name, else 80,443. */
+  /** Canonical `*` or a sorted port list; absent: what `dpg capture` defaults to (every port when a route names none, else the ports routes name, else 80,443). */
   readonly includePorts?: string;
   readonly excludePorts?: string;
   readonly excludeCidrs: readonly string[];
@@ -180,7 +180,7 @@ export const ANNOTATIONS: readonly AnnotationSpec[] = [
   {
     key: 'dpg.io/include-outbound-ports',
     values: 'ports, or `*`',
-    description: 'outbound ports captured; default: the ports the gateway routes name, else 80,443',
+    description: 'outbound ports captured; default: every port when a route names no port, else the ports the routes name, else 80,443',
     apply: (v, into) => {
       const ports = canonicalPorts(v, true);
       if (typeof ports !== 'string') return ports.error;
