@@ -4,7 +4,7 @@
 
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { loadOriginalDestinationReader } from '../proxy/transparent/original-destination.ts';
+import { loadOriginalDestinationReader } from '../core/original-destination.ts';
 import { effectivePorts, inCidrs, type CaptureOptions, type Family } from './rules.ts';
 
 export type ProbeResult =

@@ -23,7 +23,7 @@ import { canonicalHost } from '../routes.ts';
 import type { HelloResult } from './client-hello.ts';
 import type { DestinationCoverage } from './coverage.ts';
 import type { HeadResult } from './http-head.ts';
-import type { OriginalDestination } from './original-destination.ts';
+import type { OriginalDestination } from '../../core/original-destination.ts';
 
 export type Decision =
   | { readonly action: 'splice'; readonly reason: string }

@@ -23,7 +23,7 @@ import { isTlsHandshake, parseClientHello } from './client-hello.ts';
 import { RouteCoverage } from './coverage.ts';
 import { decideOnAccept, decidePlain, decideTls, type Decision, type DecisionContext } from './decide.ts';
 import { peekHttpHead } from './http-head.ts';
-import { loadOriginalDestinationReader, type OriginalDestination, type OriginalDestinationReader } from './original-destination.ts';
+import { loadOriginalDestinationReader, type OriginalDestination, type OriginalDestinationReader } from '../../core/original-destination.ts';
 import { connectUpstream, relay, type SpliceOptions } from './splice.ts';
 
 export interface TransparentDeps {

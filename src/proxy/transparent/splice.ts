@@ -4,7 +4,7 @@
 // closed by the proxy's idle sweeper (proxy.idleTimeoutMs), which watches the app's side.
 
 import { connect, type Socket } from 'node:net';
-import type { OriginalDestination } from './original-destination.ts';
+import type { OriginalDestination } from '../../core/original-destination.ts';
 
 export interface SpliceOptions {
   readonly connectTimeoutMs: number;

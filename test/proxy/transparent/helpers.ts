@@ -12,7 +12,7 @@ import type { ProxyRoute, TransparentConfig } from '../../../src/config/types.ts
 import { createLogger } from '../../../src/core/logger.ts';
 import { Metrics } from '../../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../../src/proxy/index.ts';
-import type { OriginalDestination } from '../../../src/proxy/transparent/original-destination.ts';
+import type { OriginalDestination } from '../../../src/core/original-destination.ts';
 import { testEngine } from '../../helpers/engine.ts';
 import { echo, proxyConfig, tempDir, upstreamPki, type Received, type TestPki, type Upstream } from '../helpers.ts';
 

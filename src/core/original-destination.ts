@@ -2,7 +2,8 @@
 // rewrote, and getsockopt(SO_ORIGINAL_DST) on the accepted socket returns it (IPv4: SOL_IP, IPv6:
 // SOL_IPV6 with IP6T_SO_ORIGINAL_DST, both option 80). Node has no API for it, so libc's
 // getsockopt is called through koffi, an FFI whose npm package carries prebuilt binaries (no
-// compiler, no install script). It is imported only when a transparent listener starts.
+// compiler, no install script). It is imported only when a transparent listener starts or `dpg
+// capture` probes its redirect: both edges use it, so it lives here, inward of them.
 
 import type { Socket } from 'node:net';
 
