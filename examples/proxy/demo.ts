@@ -16,9 +16,8 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { ensureDevKeyring, loadKeyringFile } from '../../src/crypto/keyring.ts';
 import { createEngine } from '../../src/engine/engine.ts';
-import { randomSerial } from '../../src/proxy/ca.ts';
 import { startProxy } from '../../src/proxy/index.ts';
-import { createCertificate, encodeName } from '../../src/proxy/x509.ts';
+import { createCertificate, encodeName, randomSerial } from '../../src/crypto/x509.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'dpg-proxy-demo-'));
 

@@ -9,8 +9,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, 
 import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { GatewayConfig } from '../config/types.ts';
-import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../proxy/ca.ts';
-import { encodeTruststore, type TrustedCertificate } from './pkcs12.ts';
+import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../crypto/gateway-ca.ts';
+import { encodeTruststore, type TrustedCertificate } from '../crypto/pkcs12.ts';
 
 export const TRUSTSTORE_PASSWORD = 'changeit';
 export const CA_ALIAS = 'dpg-gateway-ca';

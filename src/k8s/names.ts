@@ -50,7 +50,7 @@ export const TRUST_FILE = {
   truststore: `${PATH.trust}/truststore.p12`,
 } as const;
 
-/** The generated CA's file names in DPG_DATA_DIR (src/proxy/ca.ts); a CA Secret is mounted onto them. */
+/** The generated CA's file names in DPG_DATA_DIR (src/crypto/gateway-ca.ts); a CA Secret is mounted onto them. */
 export const DATA_DIR_CA_FILES = { cert: 'proxy-ca.pem', key: 'proxy-ca-key.pem' } as const;
 
 export const TRANSPARENT_ADDR = '127.0.0.1:15006';

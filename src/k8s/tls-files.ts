@@ -2,8 +2,8 @@
 // cert-manager or `dpg webhook certs`): polled, and swapped in only when the new pair is complete
 // and matches, so a half-written update never replaces a working certificate.
 
-import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { PemPairError, readPemPair } from '../crypto/x509.ts';
 
 export interface TlsPair {
   readonly cert: string;
@@ -14,22 +14,13 @@ export interface TlsPair {
 
 /** Reads and checks a pair; the error says which file and why, never the key's content. */
 export function readTlsPair(certFile: string, keyFile: string): TlsPair {
-  let cert: string;
-  let x509: X509Certificate;
   try {
-    cert = readFileSync(certFile, 'utf8');
-    x509 = new X509Certificate(cert);
+    const pair = readPemPair(certFile, keyFile);
+    return { cert: pair.certPem, key: pair.keyPem, notAfter: new Date(pair.certificate.validTo) };
   } catch (err) {
-    throw new Error(`TLS certificate ${certFile} could not be read as a PEM certificate`, { cause: err });
-  }
-  let key: string;
-  try {
-    key = readFileSync(keyFile, 'utf8');
-    if (!x509.checkPrivateKey(createPrivateKey(key))) throw new Error('mismatch');
-  } catch (err) {
+    if (err instanceof PemPairError && err.part === 'certificate') throw new Error(`TLS certificate ${certFile} could not be read as a PEM certificate`, { cause: err });
     throw new Error(`TLS key ${keyFile} could not be read, or does not belong to ${certFile}`, { cause: err });
   }
-  return { cert, key, notAfter: new Date(x509.validTo) };
 }
 
 export interface TlsWatcher {

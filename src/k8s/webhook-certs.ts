@@ -1,19 +1,14 @@
 // Certificates for the webhook when cert-manager is not used: a small CA of its own and a serving
 // certificate for the Service's DNS names, each renewed before it expires. A new CA is published
 // next to the old one (caBundle holds both) until the old one has expired, so the API server trusts
-// the webhook throughout a rotation. Key material never appears in messages.
+// the webhook throughout a rotation. Key material never appears in messages. The certificates are
+// built by the project's one X.509 module (src/crypto/x509.ts), synchronously.
 
-import 'reflect-metadata';
-import { X509Certificate as NodeX509, createPrivateKey, webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
-
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-
-type Key = webcrypto.CryptoKey;
-type KeyPair = webcrypto.CryptoKeyPair;
+import { X509Certificate as NodeX509, createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { createCertificate, encodeName, issuerIdentity, randomSerial } from '../crypto/x509.ts';
 
 const DAY = 86_400_000;
-const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const HOUR = 3_600_000;
 
 export interface CertParams {
   /** Service name and namespace of the webhook: the certificate names `<service>.<namespace>.svc`. */
@@ -51,62 +46,41 @@ function pemBlocks(text: string): string[] {
   return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
-async function pkcs8Pem(key: Key): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  return `-----BEGIN PRIVATE KEY-----\n${der.toString('base64').replace(/.{64}/g, '$&\n').replace(/\n?$/, '\n')}-----END PRIVATE KEY-----\n`;
+/** A fresh ECDSA P-256 key pair, the private half as PKCS#8 PEM (what the Secrets and files hold). */
+function newKeyPair() {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return { publicKey, privateKey, pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
-async function importKey(pem: string): Promise<Key> {
-  const der = Buffer.from(pem.replace(/-----[A-Z ]+-----|\s/g, ''), 'base64');
-  return webcrypto.subtle.importKey('pkcs8', der, ALG, true, ['sign']);
-}
-
-function serial(): string {
-  const bytes = webcrypto.getRandomValues(new Uint8Array(16));
-  bytes[0] = (bytes[0] & 0x7f) | 0x01;
-  return Buffer.from(bytes).toString('hex');
-}
-
-async function newCa(now: number, days: number): Promise<{ cert: string; key: string }> {
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as KeyPair;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
-    name: `CN=dpg-injector-ca-${new Date(now).toISOString().slice(0, 10)}, O=Data Protection Gateway`,
-    notBefore: new Date(now - 3_600_000),
-    notAfter: new Date(now + days * DAY),
-    keys,
-    signingAlgorithm: ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    ],
-  });
-  return { cert: cert.toString('pem'), key: await pkcs8Pem(keys.privateKey) };
-}
-
-async function newServing(caCert: string, caKey: string, params: CertParams, now: number, days: number): Promise<{ cert: string; key: string }> {
-  const ca = new x509.X509Certificate(caCert);
-  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as KeyPair;
-  const names = dnsNames(params.service, params.namespace);
-  const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
-    subject: `CN=${names[2]}`,
-    issuer: ca.subject,
-    notBefore: new Date(now - 3_600_000),
-    notAfter: new Date(now + days * DAY),
+function newCa(now: number, days: number): { cert: string; key: string } {
+  const keys = newKeyPair();
+  const cert = createCertificate({
+    subject: encodeName(`dpg-injector-ca-${new Date(now).toISOString().slice(0, 10)}`, 'Data Protection Gateway'),
     publicKey: keys.publicKey,
-    signingKey: await importKey(caKey),
-    signingAlgorithm: ALG,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth], false),
-      new x509.SubjectAlternativeNameExtension(names.map((value) => ({ type: 'dns' as const, value }))),
-      await x509.AuthorityKeyIdentifierExtension.create(ca, false),
-    ],
+    selfSigningKey: keys.privateKey,
+    notBefore: new Date(now - HOUR),
+    notAfter: new Date(now + days * DAY),
+    isCa: true,
+    serial: randomSerial(),
   });
-  return { cert: cert.toString('pem'), key: await pkcs8Pem(keys.privateKey) };
+  return { cert: cert.pem, key: keys.pem };
+}
+
+function newServing(caCert: string, caKey: string, params: CertParams, now: number, days: number): { cert: string; key: string } {
+  const ca = issuerIdentity(new Uint8Array(new NodeX509(caCert).raw));
+  const keys = newKeyPair();
+  const names = dnsNames(params.service, params.namespace);
+  const cert = createCertificate({
+    subject: encodeName(names[2]),
+    publicKey: keys.publicKey,
+    issuer: { name: ca.name, privateKey: createPrivateKey(caKey), keyIdentifier: ca.keyIdentifier },
+    notBefore: new Date(now - HOUR),
+    notAfter: new Date(now + days * DAY),
+    isCa: false,
+    altNames: names,
+    serial: randomSerial(),
+  });
+  return { cert: cert.pem, key: keys.pem };
 }
 
 function readable(text: string): NodeX509 | undefined {
@@ -121,7 +95,7 @@ function readable(text: string): NodeX509 | undefined {
  * Decides what to (re)issue from what is stored (undefined: nothing yet) at `now`, and issues it.
  * The result is what to store and publish; when nothing needed renewing it is the input unchanged.
  */
-export async function planCertificates(existing: CertMaterial | undefined, params: CertParams, now = Date.now()): Promise<CertPlan> {
+export function planCertificates(existing: CertMaterial | undefined, params: CertParams, now = Date.now()): CertPlan {
   const servingDays = params.servingDays ?? 365;
   const renewBefore = (params.renewBeforeDays ?? 30) * DAY;
   const caDays = params.caDays ?? 5 * 365;
@@ -142,7 +116,7 @@ export async function planCertificates(existing: CertMaterial | undefined, param
   else if (!current || !keyMatches) reasons.push('the stored CA is unreadable or does not match its key');
   else if (Date.parse(current.validTo) - now < 2 * servingDays * DAY) reasons.push(`the CA expires ${new Date(current.validTo).toISOString()}`);
   if (reasons.length > 0) {
-    const ca = await newCa(now, caDays);
+    const ca = newCa(now, caDays);
     // Older CAs stay trusted while they are valid: serving certificates they signed still work.
     const keep = existing && current && keyMatches ? cas.filter((c) => c.x && Date.parse(c.x.validTo) > now) : [];
     cas = [{ pem: ca.cert.trim(), x: readable(ca.cert) }, ...keep];
@@ -166,7 +140,7 @@ export async function planCertificates(existing: CertMaterial | undefined, param
   let tlsCert = existing?.tlsCert ?? '';
   let tlsKey = existing?.tlsKey ?? '';
   if (renewedServing) {
-    const issued = await newServing(cas[0].pem, caKey, params, now, servingDays);
+    const issued = newServing(cas[0].pem, caKey, params, now, servingDays);
     tlsCert = issued.cert;
     tlsKey = issued.key;
   }

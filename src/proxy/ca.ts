@@ -1,110 +1,13 @@
-// The gateway CA for intercepted TLS: loaded from the configured PEM files, or generated once under
-// the data directory; and the leaf certificates it mints per host, cached as ready TLS contexts.
+// The leaf certificates the proxy presents for intercepted TLS: one per host, minted on first use
+// from the gateway CA (src/crypto/gateway-ca.ts) and cached as ready TLS contexts.
 
-import { X509Certificate, createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { StartupError } from '../core/errors.ts';
-import { createCertificate, encodeName, issuerIdentity, type Issuer } from './x509.ts';
-
-export const CA_CERT_FILE = 'proxy-ca.pem';
-export const CA_KEY_FILE = 'proxy-ca-key.pem';
+import type { GatewayCa } from '../crypto/gateway-ca.ts';
+import { createCertificate, encodeName, randomSerial } from '../crypto/x509.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
-
-export interface GatewayCa {
-  /** The certificate apps must trust (served at GET /proxy/ca.pem). */
-  readonly certPem: string;
-  readonly issuer: Issuer;
-  /** Where it came from, for the start-up log line. */
-  readonly source: 'config' | 'generated' | 'data-dir';
-}
-
-/** 128 random bits with the top bit cleared: positive and unique (RFC 5280 §4.1.2.2). */
-export function randomSerial(): Uint8Array {
-  const bytes = randomBytes(16);
-  bytes[0] &= 0x7f;
-  bytes[0] |= 0x01; // never a leading zero byte, never zero
-  return bytes;
-}
-
-/**
- * Loads the configured CA, else the one generated earlier under dataDir, else generates one
- * (ECDSA P-256, ten years) and writes it there with the key file at mode 0600.
- */
-export function loadOrCreateCa(files: { readonly cert: string; readonly key: string } | undefined, dataDir: string): GatewayCa {
-  if (files) return loadCa(files.cert, files.key, 'config');
-  const certFile = join(dataDir, CA_CERT_FILE);
-  const keyFile = join(dataDir, CA_KEY_FILE);
-  if (existsSync(certFile) && existsSync(keyFile)) return loadCa(certFile, keyFile, 'data-dir');
-
-  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const now = Date.now();
-  const subject = encodeName('DPG Egress Proxy CA', 'Data Protection Gateway');
-  const cert = createCertificate({
-    subject,
-    publicKey,
-    selfSigningKey: privateKey,
-    notBefore: new Date(now - HOUR),
-    notAfter: new Date(now + 3650 * DAY),
-    isCa: true,
-    serial: randomSerial(),
-  });
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  writeFileSync(certFile, cert.pem, { mode: 0o644 });
-  return { certPem: cert.pem, issuer: { name: subject, privateKey, keyIdentifier: issuerIdentity(cert.der).keyIdentifier }, source: 'generated' };
-}
-
-function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']): GatewayCa {
-  let certPem: string;
-  let privateKey: KeyObject;
-  let x509: X509Certificate;
-  try {
-    certPem = readFileSync(certFile, 'utf8');
-    x509 = new X509Certificate(certPem);
-  } catch (err) {
-    const code = fileErrorCode(err);
-    throw new StartupError(`Proxy CA certificate ${certFile} could not be read${code ? ` (${code})` : ' as a PEM certificate'}`, { cause: err });
-  }
-  try {
-    privateKey = createPrivateKey(readFileSync(keyFile, 'utf8'));
-  } catch (err) {
-    // The key file's content never goes into the message.
-    const code = fileErrorCode(err);
-    throw new StartupError(`Proxy CA key ${keyFile} could not be read${code ? ` (${code})` : ' as a PEM private key'}`, { cause: err });
-  }
-  if (!x509.ca) throw new StartupError(`Proxy CA certificate ${certFile} is not a CA certificate (basicConstraints CA:TRUE)`);
-  if (!x509.checkPrivateKey(privateKey)) throw new StartupError(`Proxy CA key ${keyFile} does not belong to ${certFile}`);
-  const raw = new Uint8Array(x509.raw);
-  let issuer: Issuer | undefined;
-  return {
-    certPem: pemOf(x509),
-    // Read from the certificate when the first leaf is minted: loading a CA alone never loads the
-    // ASN.1 library (x509.ts).
-    get issuer(): Issuer {
-      if (issuer === undefined) {
-        const identity = issuerIdentity(raw);
-        issuer = { name: identity.name, privateKey, keyIdentifier: identity.keyIdentifier };
-      }
-      return issuer;
-    },
-    source,
-  };
-}
-
-/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
-function fileErrorCode(err: unknown): string | undefined {
-  const code = (err as NodeJS.ErrnoException).code;
-  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
-}
-
-/** Only the first certificate of a file, in canonical PEM. */
-function pemOf(x509: X509Certificate): string {
-  return x509.toString().trim() + '\n';
-}
 
 interface CachedLeaf {
   readonly context: SecureContext;

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { buildBundle, TRUSTSTORE_PASSWORD } from '../../src/capture/ca-bundle.ts';
-import { CA_CERT_FILE, LeafCertificates, loadOrCreateCa } from '../../src/proxy/ca.ts';
+import { CA_CERT_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
+import { LeafCertificates } from '../../src/proxy/ca.ts';
 import { sharedTempDir } from '../helpers/netns.ts';
 
 const run = promisify(execFile);

@@ -174,7 +174,7 @@ logging: { level: info }
     assert.equal(v6?.local, '2001:db8::10', 'the IPv6 original destination was recovered and dialled');
     const unrouted = await app('curl', ['-sS', '-v', '-o', '/dev/null', 'https://other.test/']);
     assert.equal(unrouted.code, 0, unrouted.stderr);
-    assert.match(unrouted.stderr, /issuer: CN=Transparent Test Upstream CA/);
+    assert.match(unrouted.stderr, /issuer: CN=Upstream Test CA/);
   });
 
   test('Python urllib, Node fetch and Java HttpClient: routed HTTP and HTTPS arrive masked', async () => {
@@ -207,7 +207,7 @@ logging: { level: info }
 
   test('unrouted HTTPS is spliced (the app sees the upstream certificate); unrouted HTTP arrives byte-equal', async () => {
     const issuer = await app('node', [join(FIXTURES, 'client.mjs'), 'issuer', JSON.stringify({ host: 'other.test', port: 443 })]);
-    assert.match(JSON.parse(issuer.stdout).issuer, /Transparent Test Upstream CA/);
+    assert.match(JSON.parse(issuer.stdout).issuer, /Upstream Test CA/);
     const body = `{"cardNumber":"${CARD}"}`;
     const sent = `POST /plain HTTP/1.1\r\nHost: other.test\r\nX-Odd-Case:  kept as sent \r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`;
     const raw = await app('node', [join(FIXTURES, 'client.mjs'), 'raw', JSON.stringify({ host: 'other.test', port: 80, payload: sent })]);

@@ -11,7 +11,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it, after } from 'node:test';
-import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/proxy/ca.ts';
+import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
 
 const BIN = resolve('bin/dpg.js');
 const CONFIG = resolve('config/gateway.yaml');

@@ -4,6 +4,8 @@
 // its own loopback, its own /etc/hosts (a private mount namespace) and, through veth pairs, links to
 // other namespaces of the same test. Commands run inside with nsenter, as root or as another UID
 // (setpriv), with exactly the environment given: no proxy variable leaks in from the test runner.
+// The capture tests use it directly; the Kubernetes pod simulation (test/k8s/helpers/pod-sandbox.ts)
+// builds its pod on it.
 //
 //   const skip = netnsSkipReason() ?? iptablesSkipReason();          // print it and skip when set
 //   const world = await createNamespace('world');
@@ -16,15 +18,23 @@
 // Use addresses of the documentation ranges (198.51.100.0/24, 2001:db8::/32): they exist only here.
 
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 
-export interface RunOptions {
+/** Who a command runs as: a UID/GID and the capabilities it may hold. */
+export interface Identity {
   /** Run as this UID (and GID, default the same number); default root. */
   readonly uid?: number;
   readonly gid?: number;
+  /** Only these capabilities (e.g. ['NET_ADMIN']), in the bounding and inheritable sets; default: no change. */
+  readonly capabilities?: readonly string[];
+  /** Set no_new_privs (Kubernetes' allowPrivilegeEscalation: false). */
+  readonly noNewPrivs?: boolean;
+}
+
+export interface RunOptions extends Identity {
   /** The whole environment of the command (nothing is inherited); PATH is added when missing. */
   readonly env?: Record<string, string>;
   readonly cwd?: string;
@@ -53,6 +63,22 @@ export interface Namespace {
 }
 
 const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** The setpriv prefix that runs a command as `who` (empty for root with every capability). */
+export function setprivArgs(who: Identity): string[] {
+  if (who.uid === undefined && who.capabilities === undefined && !who.noNewPrivs) return [];
+  const uid = who.uid ?? 0;
+  const caps = who.capabilities && ['-all', ...who.capabilities.map((c) => `+${c.toLowerCase()}`)].join(',');
+  return [
+    'setpriv',
+    `--reuid=${uid}`,
+    `--regid=${who.gid ?? uid}`,
+    '--clear-groups',
+    ...(caps ? [`--bounding-set=${caps}`, `--inh-caps=${caps}`] : []),
+    ...(who.noNewPrivs ? ['--no-new-privs'] : []),
+    '--',
+  ];
+}
 
 /** Why namespaces cannot be made here (one line for the skip message), or undefined when they can. */
 export function netnsSkipReason(): string | undefined {
@@ -115,9 +141,8 @@ export async function createNamespace(label: string, options: { hosts?: Record<s
   const children = new Set<ChildProcess>();
 
   const command = (cmd: string, args: readonly string[], o: RunOptions): [string, string[], SpawnOptions] => {
-    const asUser = o.uid === undefined ? [] : ['setpriv', `--reuid=${o.uid}`, `--regid=${o.gid ?? o.uid}`, '--clear-groups', '--'];
     const env = { PATH: BASE_PATH, ...(o.env ?? {}) };
-    return ['nsenter', ['-t', String(pid), '-n', '-m', '--', ...asUser, cmd, ...args], { env, cwd: o.cwd ?? process.cwd() }];
+    return ['nsenter', ['-t', String(pid), '-n', '-m', '--', ...setprivArgs(o), cmd, ...args], { env, cwd: o.cwd ?? process.cwd() }];
   };
 
   const ns: Namespace = {
@@ -171,6 +196,7 @@ export async function createNamespace(label: string, options: { hosts?: Record<s
         holder.stdin?.end();
         setTimeout(() => holder.kill('SIGKILL'), 2000).unref();
       });
+      rmSync(dirname(hostsFile), { recursive: true, force: true });
     },
   };
   return ns;

@@ -16,7 +16,8 @@ import { readFileSync, readdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { planCertificates } from '../../src/k8s/webhook-certs.ts';
-import { PodSandbox, sandboxUnavailable, UPSTREAM_IP } from './helpers/pod-sandbox.ts';
+import { iptablesSkipReason, netnsSkipReason } from '../helpers/netns.ts';
+import { PodSandbox, UPSTREAM_IP } from './helpers/pod-sandbox.ts';
 
 const REPO = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..');
 const APP_UID = 10002;
@@ -29,7 +30,7 @@ function missingCommands(): string | undefined {
   return missing.length > 0 ? `dpg ${missing.join(', dpg ')} not in this build yet (issues 9 and 10)` : undefined;
 }
 
-const skip = sandboxUnavailable() ?? missingCommands();
+const skip = netnsSkipReason() ?? iptablesSkipReason() ?? missingCommands();
 
 // The app under test: what a pod author writes, nothing about the gateway.
 function appPod(annotations: Record<string, string>, command: string[]) {
@@ -141,9 +142,8 @@ describe('pod simulation', { skip }, () => {
         assert.equal(r.status, 0, r.stderr);
         injected = parse(r.stdout);
 
-        sandbox = new PodSandbox(injected.spec, { 'orders-keyring': { 'keyring.yaml': KEYRING } });
-        sandbox.setHostAliases({ 'partner.test': UPSTREAM_IP });
-        const upstreamCerts = await planCertificates(undefined, { service: 'partner', namespace: 'test' });
+        sandbox = await PodSandbox.create(injected.spec, { 'orders-keyring': { 'keyring.yaml': KEYRING } }, { hosts: { 'partner.test': UPSTREAM_IP } });
+        const upstreamCerts = planCertificates(undefined, { service: 'partner', namespace: 'test' });
         const manifests: Record<string, string> = { 'upstream-ca.pem': upstreamCerts.material.caBundle };
         for (const f of readdirSync(join(REPO, 'config', 'manifests'))) manifests[f] = readFileSync(join(REPO, 'config', 'manifests', f), 'utf8');
         sandbox.prepareVolumes({ 'dpg-config': { 'gateway.yaml': stringify(GATEWAY) }, 'dpg-manifests': manifests });

@@ -14,10 +14,9 @@ import { Writable } from 'node:stream';
 import type { ProxyConfig, ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
-import { randomSerial } from '../../src/proxy/ca.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
 import type { ResolveHost } from '../../src/proxy/route-host-addresses.ts';
-import { createCertificate, encodeName, issuerIdentity } from '../../src/proxy/x509.ts';
+import { createCertificate, encodeName, issuerIdentity, randomSerial } from '../../src/crypto/x509.ts';
 import { testEngine } from '../helpers/engine.ts';
 
 /** A card number that must never reach an upstream in clear when a route protects it. */
@@ -56,11 +55,14 @@ export interface TestPki {
   readonly keyPem: string;
 }
 
-/** An upstream CA (unrelated to the gateway's) and a server certificate for 127.0.0.1 and localhost. */
-export function upstreamPki(dir: string): TestPki {
+/**
+ * An upstream CA (unrelated to the gateway's) and one server certificate for every name and address
+ * given (the first is also its subject); by default localhost and 127.0.0.1.
+ */
+export function upstreamPki(dir: string, names: readonly string[] = ['localhost', '127.0.0.1']): TestPki {
+  const now = Date.now();
   const caKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const caName = encodeName('Upstream Test CA');
-  const now = Date.now();
   const ca = createCertificate({
     subject: caName,
     publicKey: caKeys.publicKey,
@@ -72,17 +74,18 @@ export function upstreamPki(dir: string): TestPki {
   });
   const leafKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const leaf = createCertificate({
-    subject: encodeName('upstream.test'),
+    subject: encodeName(names[0]!),
     publicKey: leafKeys.publicKey,
     issuer: { name: caName, privateKey: caKeys.privateKey, keyIdentifier: issuerIdentity(ca.der).keyIdentifier },
     notBefore: new Date(now - 3600_000),
     notAfter: new Date(now + 86400_000),
     isCa: false,
-    altNames: ['localhost', '127.0.0.1'],
+    altNames: [...names],
     serial: randomSerial(),
   });
   const caFile = join(dir, 'upstream-ca.pem');
-  writeFileSync(caFile, ca.pem);
+  // Readable by the other UIDs of the capture tests' applications.
+  writeFileSync(caFile, ca.pem, { mode: 0o644 });
   return { caPem: ca.pem, caFile, certPem: leaf.pem, keyPem: leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 

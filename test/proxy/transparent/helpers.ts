@@ -2,7 +2,6 @@
 // proxy started with the transparent listener on, whose "original destination" is whatever the test
 // says the next connection was going to (no kernel redirect needed on loopback).
 
-import { generateKeyPairSync } from 'node:crypto';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -12,12 +11,10 @@ import { Writable } from 'node:stream';
 import type { ProxyRoute, TransparentConfig } from '../../../src/config/types.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { Metrics } from '../../../src/core/metrics.ts';
-import { randomSerial } from '../../../src/proxy/ca.ts';
 import { startProxy, type RunningProxy } from '../../../src/proxy/index.ts';
 import type { OriginalDestination } from '../../../src/proxy/transparent/original-destination.ts';
-import { createCertificate, encodeName, issuerIdentity } from '../../../src/proxy/x509.ts';
 import { testEngine } from '../../helpers/engine.ts';
-import { echo, proxyConfig, tempDir, type Received, type TestPki, type Upstream } from '../helpers.ts';
+import { echo, proxyConfig, tempDir, upstreamPki, type Received, type TestPki, type Upstream } from '../helpers.ts';
 
 /** A recording echo upstream (like ../helpers.ts startUpstream) on several loopback addresses at one port. */
 export async function startUpstreamOn(addresses: readonly string[], options: { tls?: TestPki } = {}): Promise<Upstream> {
@@ -62,34 +59,7 @@ export async function startUpstreamOn(addresses: readonly string[], options: { t
 }
 
 /** An upstream CA (not the gateway's) and one server certificate for every name and address given. */
-export function namedPki(dir: string, names: readonly string[]): TestPki {
-  const now = Date.now();
-  const caKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const caName = encodeName('Transparent Test Upstream CA');
-  const ca = createCertificate({
-    subject: caName,
-    publicKey: caKeys.publicKey,
-    selfSigningKey: caKeys.privateKey,
-    notBefore: new Date(now - 3600_000),
-    notAfter: new Date(now + 86400_000),
-    isCa: true,
-    serial: randomSerial(),
-  });
-  const leafKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const leaf = createCertificate({
-    subject: encodeName(names[0]),
-    publicKey: leafKeys.publicKey,
-    issuer: { name: caName, privateKey: caKeys.privateKey, keyIdentifier: issuerIdentity(ca.der).keyIdentifier },
-    notBefore: new Date(now - 3600_000),
-    notAfter: new Date(now + 86400_000),
-    isCa: false,
-    altNames: [...names],
-    serial: randomSerial(),
-  });
-  const caFile = join(dir, 'upstream-ca.pem');
-  writeFileSync(caFile, ca.pem, { mode: 0o644 });
-  return { caPem: ca.pem, caFile, certPem: leaf.pem, keyPem: leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
-}
+export const namedPki = (dir: string, names: readonly string[]): TestPki => upstreamPki(dir, names);
 
 export function transparentConfig(overrides: Partial<TransparentConfig> = {}): TransparentConfig {
   return {

@@ -147,7 +147,7 @@ describe('transparent listener (loopback, injected original destinations)', () =
       });
       s.on('error', reject);
     });
-    assert.match(issuer, /Transparent Test Upstream CA/);
+    assert.match(issuer, /Upstream Test CA/);
   });
 
   test('a malformed ClientHello on a covered port is reset, nothing sent upstream', async () => {

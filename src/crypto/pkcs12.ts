@@ -1,8 +1,9 @@
 // A PKCS#12 truststore (RFC 7292) that Java reads as trusted certificates: one unencrypted SafeContents
 // of certificate bags, each with a friendlyName (the alias) and Oracle's trustedKeyUsage attribute,
 // under an HMAC-SHA-256 integrity MAC keyed from the password. The ASN.1 types come from
-// @peculiar/asn1-pfx; only the PKCS#12 key derivation for the MAC (RFC 7292 Appendix B) is written
-// here, because no maintained package exports it on its own.
+// @peculiar/asn1-pfx, on the same ASN.1 schema library as the certificates (x509.ts); only the
+// PKCS#12 key derivation for the MAC (RFC 7292 Appendix B) is written here, because no maintained
+// package exports it on its own. Written by `dpg ca bundle` (src/capture/ca-bundle.ts).
 
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { ContentInfo, id_data } from '@peculiar/asn1-cms';

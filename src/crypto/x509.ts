@@ -1,13 +1,18 @@
-// X.509 v3 certificates for the proxy's CA and the leaf certificates it mints (RFC 5280). The ASN.1
-// structures come from @peculiar/asn1-x509 (the schema layer of @peculiar/x509, made for exactly
-// this); node:crypto signs them. Why not @peculiar/x509 itself: it signs through WebCrypto, which is
-// asynchronous, and minting must stay synchronous inside TLS set-up; it also costs ~27 MB RSS and
-// ~130 ms to load against ~6 MB and ~40 ms for the schema layer (docs/performance.md).
+// X.509 v3 certificates (RFC 5280), the one place the project builds them: the gateway CA and the
+// leaves the proxy mints per host (src/crypto/gateway-ca.ts, src/proxy/ca.ts), the admission
+// webhook's CA and serving certificate (src/k8s/webhook-certs.ts), and the certificates test
+// servers use. The ASN.1 structures come from @peculiar/asn1-x509 (the schema layer of
+// @peculiar/x509, made for exactly this); node:crypto signs them. Why not @peculiar/x509 itself:
+// it signs through WebCrypto, which is asynchronous, and minting must stay synchronous inside TLS
+// set-up; it also costs ~27 MB RSS and ~130 ms to load (with reflect-metadata) against ~6 MB and
+// ~40 ms for the schema layer (docs/performance.md). The PKCS#12 truststore of `dpg ca bundle` is
+// written on the same ASN.1 library beside this module (pkcs12.ts).
 //
 // The library is loaded on first use, not at import: a proxy that never mints a certificate (no
 // routes to intercept, CA already on disk) never pays for it.
 
-import { createHash, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, createPublicKey, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import type * as Asn1X509 from '@peculiar/asn1-x509';
@@ -74,8 +79,16 @@ export interface CertificateRequest {
   readonly isCa: boolean;
   /** DNS names and IP addresses (v4 or v6) for subjectAltName; leaves only. */
   readonly altNames?: readonly string[];
-  /** Positive serial; random 128 bits by default is the caller's job (see randomSerial). */
+  /** Positive serial: randomSerial() unless the caller has a reason. */
   readonly serial: Uint8Array;
+}
+
+/** 128 random bits with the top bit cleared: positive and unique (RFC 5280 §4.1.2.2). */
+export function randomSerial(): Uint8Array {
+  const bytes = randomBytes(16);
+  bytes[0] &= 0x7f;
+  bytes[0] |= 0x01; // never a leading zero byte, never zero
+  return bytes;
 }
 
 export interface Certificate {
@@ -204,4 +217,52 @@ export function issuerIdentity(certificateDer: Uint8Array): { name: Der; keyIden
   // A CA without a subjectKeyIdentifier gets no authorityKeyIdentifier in its leaves (a wrong one breaks chains).
   const keyId = ski ? bytes(schema.AsnConvert.parse(ski.extnValue.buffer, x509.SubjectKeyIdentifier).buffer) : undefined;
   return { name, keyIdentifier: keyId, publicKey };
+}
+
+/** A certificate (the first of its file) and its private key, read from PEM files and checked to belong together. */
+export interface PemPair {
+  readonly certPem: string;
+  readonly certificate: X509Certificate;
+  readonly keyPem: string;
+  readonly privateKey: KeyObject;
+}
+
+/** Why a pair cannot be used: which part, and the file-system code when that was the cause. Never the key's content. */
+export class PemPairError extends Error {
+  constructor(
+    readonly part: 'certificate' | 'key' | 'mismatch',
+    /** ENOENT, EACCES…; undefined when the file was read but is not what it should be. */
+    readonly code: string | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(`${part === 'mismatch' ? 'the key does not belong to the certificate' : `the ${part} could not be read${code ? ` (${code})` : ''}`}`, options);
+  }
+}
+
+/** Reads a certificate file and a key file (PEM) and checks the key is the certificate's. */
+export function readPemPair(certFile: string, keyFile: string): PemPair {
+  let certPem: string;
+  let certificate: X509Certificate;
+  try {
+    certPem = readFileSync(certFile, 'utf8');
+    certificate = new X509Certificate(certPem);
+  } catch (err) {
+    throw new PemPairError('certificate', fileErrorCode(err), { cause: err });
+  }
+  let keyPem: string;
+  let privateKey: KeyObject;
+  try {
+    keyPem = readFileSync(keyFile, 'utf8');
+    privateKey = createPrivateKey(keyPem);
+  } catch (err) {
+    throw new PemPairError('key', fileErrorCode(err), { cause: err });
+  }
+  if (!certificate.checkPrivateKey(privateKey)) throw new PemPairError('mismatch', undefined);
+  return { certPem, certificate, keyPem, privateKey };
+}
+
+/** ENOENT, EACCES…: a file-system failure rather than content that does not parse. */
+function fileErrorCode(err: unknown): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code !== undefined && /^E[A-Z]+$/.test(code) ? code : undefined;
 }
