@@ -236,7 +236,9 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit
     const sep = run.sep[a];
     let b = -1;
     let kind: DetectKind = 'card';
-    if (sep === DOT) {
+    if (cannotStart(text, a)) {
+      // the common case in digit-heavy text: nothing of any kind starts with this group
+    } else if (sep === DOT) {
       // nothing starts here
     } else if (sep === DASH) {
       if (kinds.card) b = cardAt(text, a, true);
@@ -257,6 +259,20 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit
     a = b + 1;
   }
   return a;
+}
+
+/**
+ * A cheap test that no kind can start at group a: cards start with 4 or 12-19 digits, SSNs and
+ * NANP numbers with 3, phones otherwise with `+`, `0…` or a `1` group, IPv4 addresses with 1-3
+ * digits before a dot.
+ */
+function cannotStart(text: string, a: number): boolean {
+  const s = run.end[a] - run.start[a];
+  if (s > 2) return false;
+  if (a === 0 && run.plus) return false;
+  if (a + 1 < run.count && run.sep[a + 1] === DOT) return false;
+  const c = text.charCodeAt(run.start[a]);
+  return s === 1 ? c !== 49 /* 1 */ || a + 1 >= run.count || size(a + 1) !== 3 : c !== 48; /* 0 */
 }
 
 function size(k: number): number {
@@ -315,24 +331,55 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   const first = size(a);
   if (first >= CARD_MIN_DIGITS) {
     if (first > CARD_MAX_DIGITS || endsBeforeDot(a)) return -1;
-    return isCardNumber(text, a, a, first) ? a : -1;
+    return isCardNumber(a, a, first, leadingSix(text, a)) ? a : -1;
   }
-  if (first !== 4 || run.bracketed[a]) return -1;
-  for (let b = Math.min(a + 4, run.count - 1); b >= a + 2; b--) {
-    const digits = cardGrouping(a, b, afterDash);
-    if (digits > 0 && !endsBeforeDot(b) && isCardNumber(text, a, b, digits)) return b;
+  // Grouped: a group of four, then groups of four (the last 1-4 digits) or 6 then 5/4, one
+  // separator (space or dash), no brackets.
+  if (first !== 4 || run.bracketed[a] || a + 2 >= run.count) return -1;
+  const sep = run.sep[a + 1];
+  if ((sep !== SPACE && sep !== DASH) || (afterDash && sep === DASH)) return -1;
+  const second = size(a + 1);
+  if (second !== 4 && second !== 6) return -1;
+  const head6 = leadingSix(text, a);
+  // Groups of four after the first, with the same separator: fours = how many (at most 3 count).
+  let fours = 0;
+  while (fours < 3 && sameGroupSeparator(a + 1 + fours, sep) && size(a + 1 + fours) === 4) fours++;
+  // Longest first: 4-4-4-4-(1..3) (17-19), 4-4-4-(1..4) (13-16), 4-6-(5|4) (15, 14), 4-4-4 (12).
+  for (let b = a + fours + 1; b >= a + 2; b--) {
+    if (b > a + 4 || !sameGroupSeparator(b, sep) || endsBeforeDot(b)) continue;
+    const last = size(b);
+    const length = 4 * (b - a) + last;
+    if (last > 4 || (b === a + 4 && last > 3) || length < CARD_MIN_DIGITS) continue;
+    if (isCardNumber(a, b, length, head6)) return b;
+  }
+  if (second === 6 && sameGroupSeparator(a + 2, sep) && !endsBeforeDot(a + 2)) {
+    const last = size(a + 2);
+    if ((last === 5 || last === 4) && isCardNumber(a, a + 2, 10 + last, head6)) return a + 2;
   }
   return -1;
 }
 
-/** The digits of groups a..b (`length` in all) have a brand prefix for that length and pass Luhn. */
-function isCardNumber(text: string, a: number, b: number, length: number): boolean {
-  // Straight from the text, no string built: this runs for every group of a digit-heavy text.
-  let head6 = 0;
+/** Group k exists, follows separator `sep` and is not in brackets. */
+function sameGroupSeparator(k: number, sep: number): boolean {
+  return k < run.count && run.sep[k] === sep && run.bracketed[k] === 0;
+}
+
+/** The first six digits from group a on, as a number (a card's issuer prefix is among them). */
+function leadingSix(text: string, a: number): number {
+  let head = 0;
   let taken = 0;
-  for (let k = a; k <= b && taken < CARD_PREFIX_DIGITS; k++) {
-    for (let i = run.start[k]; i < run.end[k] && taken < CARD_PREFIX_DIGITS; i++, taken++) head6 = head6 * 10 + text.charCodeAt(i) - 48;
+  for (let k = a; k < run.count && taken < CARD_PREFIX_DIGITS; k++) {
+    const end = run.end[k];
+    for (let i = run.start[k]; i < end && taken < CARD_PREFIX_DIGITS; i++, taken++) head = head * 10 + text.charCodeAt(i) - 48;
   }
+  return head;
+}
+
+/**
+ * Groups a..b (`length` digits, starting with `head6`) have a brand prefix for that length and pass
+ * Luhn. Nothing is built from the text: this runs for every group of a digit-heavy text.
+ */
+function isCardNumber(a: number, b: number, length: number, head6: number): boolean {
   if (!hasCardPrefixFor(head6, length)) return false;
   let sum = 0;
   let after = 0;
@@ -341,21 +388,6 @@ function isCardNumber(text: string, a: number, b: number, length: number): boole
     after += size(k);
   }
   return sum % 10 === 0;
-}
-
-/**
- * The digit count of groups a..b (a of four digits, b >= a + 2) when they are grouped as a card is
- * written (12-19 digits), else 0.
- */
-function cardGrouping(a: number, b: number, afterDash: boolean): number {
-  const sep = run.sep[a + 1];
-  if ((sep !== SPACE && sep !== DASH) || (afterDash && sep === DASH)) return 0;
-  for (let k = a + 1; k <= b; k++) if (run.sep[k] !== sep || run.bracketed[k]) return 0;
-  const last = size(b);
-  if (b === a + 2 && size(a + 1) === 6) return last === 5 || last === 4 ? 10 + last : 0; // Amex, Diners 4-6-5 / 4-6-4
-  for (let k = a + 1; k < b; k++) if (size(k) !== 4) return 0;
-  const digits = 4 * (b - a) + last;
-  return last >= 1 && last <= 4 && digits >= CARD_MIN_DIGITS && digits <= CARD_MAX_DIGITS ? digits : 0;
 }
 
 /** `ddd-dd-dddd` or `ddd dd dddd` starting at group a: its last group, or -1. */
