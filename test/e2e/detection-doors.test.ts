@@ -5,11 +5,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { ProxyAgent, request } from 'undici';
 import { multipart, postJson, tokenFor } from './http-helpers.ts';
-import { ROOT, startServe, type ServeProcess } from './serve-process.ts';
+import { ROOT, startRecordingUpstream, startServe, type RecordingUpstream, type ServeProcess } from './serve-process.ts';
 import { createClient, protectValues, toRows } from '../transport/grpc/client.ts';
 
 const CARD = '4111 1111 1111 1111';
@@ -32,25 +31,15 @@ function assertProtected(text: string, where: string): void {
 }
 
 let serve: ServeProcess;
-let upstream: Server;
-const received: string[] = [];
+let upstream: RecordingUpstream;
 let ports: Readonly<Record<string, number>>;
 let token: string;
 
 before(async () => {
-  upstream = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      received.push(body);
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamPort = (upstream.address() as { port: number }).port;
+  upstream = await startRecordingUpstream();
   serve = await startServe('dpg-detect-doors-', {
-    routes: `    - name: notes\n      match: { host: 127.0.0.1, port: ${upstreamPort}, path: "/**" }\n      request: { manifest: customer, jobType: Mask }`,
-    reverse: `    - listen: 127.0.0.1:0\n      upstream: http://127.0.0.1:${upstreamPort}`,
+    routes: `    - name: notes\n      match: { host: 127.0.0.1, port: ${upstream.port}, path: "/**" }\n      request: { manifest: customer, jobType: Mask }`,
+    reverse: `    - listen: 127.0.0.1:0\n      upstream: http://127.0.0.1:${upstream.port}`,
   });
   ports = serve.ports;
   token = await tokenFor(base(), { id: 'demo-client', secret: 'demo-secret' });
@@ -58,7 +47,7 @@ before(async () => {
 
 after(async () => {
   await serve?.stop();
-  await new Promise((resolve) => upstream?.close(resolve));
+  await upstream?.close();
 });
 
 const base = () => serve.base;
@@ -128,27 +117,27 @@ describe('detection through every door (dpg serve, default manifest)', () => {
 
   it('egress proxy (reverse listener and forward proxy): JSON, XML, SQL and CSV bodies reach the upstream protected', async () => {
     for (const type of ['JSON', 'XML', 'SQL', 'LIST'] as const) {
-      received.length = 0;
+      upstream.received.length = 0;
       const res = await request(`http://127.0.0.1:${ports['proxy-reverse']}/v1/notes`, { method: 'POST', headers: { 'content-type': PAYLOADS[type].type }, body: PAYLOADS[type].text });
       assert.equal(res.statusCode, 200, await res.body.text());
-      assert.equal(received.length, 1);
-      assertProtected(received[0], `proxy ${type}`);
+      assert.equal(upstream.received.length, 1);
+      assertProtected(upstream.received[0].body, `proxy ${type}`);
     }
-    received.length = 0;
+    upstream.received.length = 0;
     const form = await request(`http://127.0.0.1:${ports['proxy-reverse']}/v1/form`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ id: '7', notes: NOTES }).toString(),
     });
     assert.equal(form.statusCode, 200, await form.body.text());
-    assertProtected(new URLSearchParams(received[0]).get('notes')!, 'proxy form');
-    received.length = 0;
+    assertProtected(new URLSearchParams(upstream.received[0].body).get('notes')!, 'proxy form');
+    upstream.received.length = 0;
     const agent = new ProxyAgent(`http://127.0.0.1:${ports.proxy}`);
     try {
-      const upstreamPort = (upstream.address() as { port: number }).port;
+      const upstreamPort = upstream.port;
       const res = await request(`http://127.0.0.1:${upstreamPort}/v1/notes`, { dispatcher: agent, method: 'POST', headers: { 'content-type': 'application/json' }, body: PAYLOADS.JSON.text });
       assert.equal(res.statusCode, 200, await res.body.text());
-      assertProtected(received[0], 'forward proxy JSON');
+      assertProtected(upstream.received[0].body, 'forward proxy JSON');
     } finally {
       await agent.close();
     }

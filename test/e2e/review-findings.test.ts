@@ -5,10 +5,9 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { ProxyAgent, request } from 'undici';
 import { postJson, tokenFor } from './http-helpers.ts';
-import { startServe, type ServeProcess } from './serve-process.ts';
+import { startRecordingUpstream, startServe, type ReceivedRequest, type RecordingUpstream, type ServeProcess } from './serve-process.ts';
 import { createClient, protectValues, toRows, type CallFailure } from '../transport/grpc/client.ts';
 
 /** Values that must never reach a log line (checked after every test). */
@@ -16,22 +15,15 @@ const NEVER_LOGGED = ['4111111111111111', '4111 1111 1111 1111', 'jane.doe@examp
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let serve: ServeProcess;
-let upstream: Server;
+let upstream: RecordingUpstream;
 let upstreamPort: number;
-const received: { path: string; headers: IncomingHttpHeaders; body: string }[] = [];
+let received: ReceivedRequest[];
 let token: string;
 
 before(async () => {
-  upstream = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      received.push({ path: req.url ?? '', headers: req.headers, body });
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
-  });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  upstreamPort = (upstream.address() as { port: number }).port;
+  upstream = await startRecordingUpstream();
+  upstreamPort = upstream.port;
+  received = upstream.received;
   const route = (name: string, path: string, jobType: string, extra = '') =>
     `    - name: ${name}\n      match: { host: 127.0.0.1, port: ${upstreamPort}, path: "${path}" }\n      request: { manifest: customer, jobType: ${jobType}${extra} }`;
   serve = await startServe('dpg-review-', {
@@ -44,7 +36,7 @@ before(async () => {
 after(async () => {
   for (const secret of NEVER_LOGGED) assert.ok(!serve.logs.some((line) => line.includes(secret)), `${secret} never logged`);
   await serve?.stop();
-  await new Promise((resolve) => upstream?.close(resolve));
+  await upstream?.close();
 });
 
 const api = (body: unknown, headers: Record<string, string> = {}) => postJson(serve.base, '/api/protect', body, { 'x-resource-token': token, ...headers });

@@ -4,6 +4,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -86,4 +87,37 @@ function waitForReady(child: ChildProcess, ports: Record<string, number>, logs: 
     });
     child.on('exit', (code) => reject(new Error(`dpg serve exited with ${code}`)));
   });
+}
+
+/** What the recording upstream received, one entry per request. */
+export interface ReceivedRequest {
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+export interface RecordingUpstream {
+  readonly port: number;
+  /** Requests in arrival order; tests empty it (`length = 0`) between cases. */
+  readonly received: ReceivedRequest[];
+  close(): Promise<void>;
+}
+
+/** A loopback HTTP server that answers 200 `ok` and keeps every request it received. */
+export async function startRecordingUpstream(): Promise<RecordingUpstream> {
+  const received: ReceivedRequest[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', headers: req.headers, body });
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
