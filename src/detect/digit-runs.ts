@@ -49,7 +49,7 @@ class Run {
   /**
    * Group k's share of a Luhn sum: luhnEven[k] when an even number of digits follow it in the
    * number (its last digit not doubled), luhnOdd[k] otherwise; a card's check then costs one
-   * addition per group, not one per digit.
+   * addition per group, not one per digit, however many candidates share the group.
    */
   readonly luhnEven = new Uint16Array(WINDOW);
   readonly luhnOdd = new Uint16Array(WINDOW);
@@ -64,25 +64,31 @@ class Run {
     this.plus = false;
   }
 
-  push(text: string, start: number, end: number, sep: number, bracketed: boolean): void {
+  push(start: number, end: number, sep: number, bracketed: boolean): void {
     const k = this.count++;
     this.start[k] = start;
     this.end[k] = end;
     this.sep[k] = sep;
     this.bracketed[k] = bracketed ? 1 : 0;
-    let even = 0;
-    let odd = 0;
-    if (end - start <= CARD_MAX_DIGITS) {
+    this.luhnEven[k] = LUHN_UNKNOWN;
+  }
+
+  /** Computes group k's Luhn shares on first use (most groups never reach a card check). */
+  luhn(text: string, k: number, odd: boolean): number {
+    if (this.luhnEven[k] === LUHN_UNKNOWN) {
+      let even = 0;
+      let oddSum = 0;
       let doubled = false;
-      for (let i = end - 1; i >= start; i--) {
+      for (let i = this.end[k] - 1; i >= this.start[k]; i--) {
         const d = text.charCodeAt(i) - 48;
-        if (doubled) ((even += LUHN_DOUBLE[d]), (odd += d));
-        else ((even += d), (odd += LUHN_DOUBLE[d]));
+        if (doubled) ((even += LUHN_DOUBLE[d]), (oddSum += d));
+        else ((even += d), (oddSum += LUHN_DOUBLE[d]));
         doubled = !doubled;
       }
+      this.luhnEven[k] = even;
+      this.luhnOdd[k] = oddSum;
     }
-    this.luhnEven[k] = even;
-    this.luhnOdd[k] = odd;
+    return odd ? this.luhnOdd[k] : this.luhnEven[k];
   }
 
   /** Drops groups [0, n): group n becomes group 0. */
@@ -101,6 +107,8 @@ class Run {
 
 /** A digit doubled for the Luhn check, its digits summed. */
 const LUHN_DOUBLE = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
+/** Marks a group whose Luhn shares are not computed yet (no group of ≤ 19 digits sums to this). */
+const LUHN_UNKNOWN = 0xffff;
 
 const run = new Run();
 
@@ -162,7 +170,7 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
         run.textStart = at;
       } else break;
     }
-    run.push(text, at, end, sep, bracketed);
+    run.push(at, end, sep, bracketed);
     openBracket = false;
     if (run.count >= WINDOW) {
       // Classify every start whose longest possible value (and the separator after it) is in view.
@@ -331,7 +339,7 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   const first = size(a);
   if (first >= CARD_MIN_DIGITS) {
     if (first > CARD_MAX_DIGITS || endsBeforeDot(a)) return -1;
-    return isCardNumber(a, a, first, leadingSix(text, a)) ? a : -1;
+    return isCardNumber(text, a, a, first, leadingSix(text, a)) ? a : -1;
   }
   // Grouped: a group of four, then groups of four (the last 1-4 digits) or 6 then 5/4, one
   // separator (space or dash), no brackets.
@@ -350,11 +358,11 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
     const last = size(b);
     const length = 4 * (b - a) + last;
     if (last > 4 || (b === a + 4 && last > 3) || length < CARD_MIN_DIGITS) continue;
-    if (isCardNumber(a, b, length, head6)) return b;
+    if (isCardNumber(text, a, b, length, head6)) return b;
   }
   if (second === 6 && sameGroupSeparator(a + 2, sep) && !endsBeforeDot(a + 2)) {
     const last = size(a + 2);
-    if ((last === 5 || last === 4) && isCardNumber(a, a + 2, 10 + last, head6)) return a + 2;
+    if ((last === 5 || last === 4) && isCardNumber(text, a, a + 2, 10 + last, head6)) return a + 2;
   }
   return -1;
 }
@@ -379,12 +387,12 @@ function leadingSix(text: string, a: number): number {
  * Groups a..b (`length` digits, starting with `head6`) have a brand prefix for that length and pass
  * Luhn. Nothing is built from the text: this runs for every group of a digit-heavy text.
  */
-function isCardNumber(a: number, b: number, length: number, head6: number): boolean {
+function isCardNumber(text: string, a: number, b: number, length: number, head6: number): boolean {
   if (!hasCardPrefixFor(head6, length)) return false;
   let sum = 0;
   let after = 0;
   for (let k = b; k >= a; k--) {
-    sum += (after & 1) === 0 ? run.luhnEven[k] : run.luhnOdd[k];
+    sum += run.luhn(text, k, (after & 1) === 1);
     after += size(k);
   }
   return sum % 10 === 0;

@@ -57,7 +57,7 @@ class JsonWalker {
     const loose = inherited ?? this.resolver.contentAction?.();
     if (root === null || typeof root !== 'object') {
       if (loose === undefined) return root;
-      const embedded = loose.byContent === true && typeof root === 'string' ? protectEmbeddedJson(root, this.resolver, this.limits.maxDepth, []) : undefined;
+      const embedded = loose.byContent === true && typeof root === 'string' ? protectEmbeddedJson(root, this.resolver, this.limits.maxDepth, () => []) : undefined;
       return embedded ?? loose.apply(root as Scalar, '$');
     }
     this.visit(root as object, inherited, 1, loose);
@@ -91,7 +91,7 @@ class JsonWalker {
           this.visit(v, inherited, depth + 1, loose);
           trail.pop();
         } else if (action) {
-          const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, [...trail, i]) : undefined;
+          const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, i]) : undefined;
           node[i] = embedded ?? action.apply(v as Scalar, () => this.locationTo(i));
         }
       }
@@ -119,7 +119,7 @@ class JsonWalker {
         trail.pop();
       } else {
         // An unclaimed string holding a JSON document is protected as one (protect-text.ts).
-        const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, [...trail, key]) : undefined;
+        const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, key]) : undefined;
         const out = embedded ?? action.apply(v as Scalar, () => this.locationTo(key));
         if (out !== v) setOwn(obj, key, out);
       }

@@ -37,8 +37,15 @@ class TextProtector {
   private readonly usesPaths: boolean;
   /** Keys and indexes from the root to the container being read (for an embedded document, from the outer root). */
   private readonly trail: (string | number)[];
-  /** Replacements in document order: [start, end) of the text and what goes there. */
-  readonly edits: { readonly start: number; readonly end: number; readonly text: string }[] = [];
+  /**
+   * Replacements in document order, flat (no object per edit: this is the hot path): edit k replaces
+   * [editSpans[2k], editSpans[2k + 1]) of the text by editTexts[k].
+   */
+  readonly editSpans: number[] = [];
+  readonly editTexts: string[] = [];
+  /** The member being read, for `memberLocation` (one function for all members, no closure each). */
+  private memberKey = '';
+  private readonly memberLocation = (): string => this.locationTo(this.memberKey);
 
   constructor(
     private readonly reader: JsonText,
@@ -50,7 +57,7 @@ class TextProtector {
     this.trail = trail.slice();
   }
 
-  /** Reads and protects the document; the edits are in `edits`. */
+  /** Reads and protects the document; the edits are in `editSpans` and `editTexts`. */
   protect(inherited: FieldAction | undefined): void {
     const reader = this.reader;
     const p = reader.start();
@@ -70,18 +77,22 @@ class TextProtector {
 
   /** The protected text: the original with the edits applied (the same string when there are none). */
   output(): string {
-    if (this.edits.length === 0) return this.text;
-    let out = '';
+    const texts = this.editTexts;
+    if (texts.length === 0) return this.text;
+    const spans = this.editSpans;
+    const parts: string[] = [];
     let at = 0;
-    for (const e of this.edits) {
-      out += this.text.slice(at, e.start) + e.text;
-      at = e.end;
+    for (let k = 0; k < texts.length; k++) {
+      parts.push(this.text.slice(at, spans[2 * k]), texts[k]);
+      at = spans[2 * k + 1];
     }
-    return out + this.text.slice(at);
+    parts.push(this.text.slice(at));
+    return parts.join('');
   }
 
   private edit(start: number, end: number, replacement: string): void {
-    this.edits.push({ start, end, text: replacement });
+    this.editSpans.push(start, end);
+    this.editTexts.push(replacement);
   }
 
   private pathTo(last: string): string {
@@ -113,6 +124,7 @@ class TextProtector {
    * False when the string is not such a document: it is then scanned as text.
    */
   private embedded(start: number, value: string, last: string | number | undefined, depth: number): boolean {
+    if (!looksLikeDocument(value)) return false; // nearly every string: nothing built before this test
     const inner = embeddedProtector(value, this.resolver, this.reader.limits.maxDepth - depth, last === undefined ? this.trail : [...this.trail, last]);
     if (inner === undefined) return false;
     // Inner offsets count decoded characters; the string token has escapes (`\"` is one character).
@@ -123,9 +135,9 @@ class TextProtector {
       for (; decoded < target; decoded++) raw += text.charCodeAt(raw) !== 92 ? 1 : text.charCodeAt(raw + 1) === 117 ? 6 : 2;
       return raw;
     };
-    for (const e of inner.edits) {
-      const from = toRaw(e.start);
-      this.edit(from, toRaw(e.end), JSON.stringify(e.text).slice(1, -1));
+    for (let k = 0; k < inner.editTexts.length; k++) {
+      const from = toRaw(inner.editSpans[2 * k]);
+      this.edit(from, toRaw(inner.editSpans[2 * k + 1]), JSON.stringify(inner.editTexts[k]).slice(1, -1));
     }
     return true;
   }
@@ -157,7 +169,8 @@ class TextProtector {
       let valueEnd: number;
       let removed = false;
       if (isContainer) {
-        if (action !== undefined && action.removes(CONTAINER, () => this.locationTo(key))) {
+        this.memberKey = key;
+        if (action !== undefined && action.removes(CONTAINER, this.memberLocation)) {
           removed = true;
           valueEnd = reader.skipValue(valueStart, depth);
         } else {
@@ -170,7 +183,8 @@ class TextProtector {
         valueEnd = reader.scalarEnd(valueStart);
         if (action !== undefined) {
           const value = reader.scalarValue(valueStart, valueEnd);
-          if (action.removes(value, () => this.locationTo(key))) removed = true;
+          this.memberKey = key;
+          if (action.removes(value, this.memberLocation)) removed = true;
           else {
             if (runStart >= 0) runStart = this.cutRun(runStart, keyStart);
             this.applyScalar(action, valueStart, valueEnd, value, key, depth);
@@ -273,6 +287,7 @@ function embeddedProtector(value: string, resolver: FieldResolver, maxDepth: num
  * For the parsed-value walker (codec.ts): a string that is itself a JSON object or array,
  * protected as a document below `trail` (see TextProtector.embedded); undefined when it is not one.
  */
-export function protectEmbeddedJson(value: string, resolver: FieldResolver, maxDepth: number, trail: readonly (string | number)[]): string | undefined {
-  return embeddedProtector(value, resolver, maxDepth, trail)?.output();
+export function protectEmbeddedJson(value: string, resolver: FieldResolver, maxDepth: number, trail: () => readonly (string | number)[]): string | undefined {
+  if (!looksLikeDocument(value)) return undefined;
+  return embeddedProtector(value, resolver, maxDepth, trail())?.output();
 }
