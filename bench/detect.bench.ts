@@ -3,7 +3,11 @@
 //    in MB/s (goal >= 50 MB/s), next to the same document through a manifest without detection and
 //    next to the scanner alone;
 // 2. bench/json.bench.ts's 1 MB document through `card-masking` with and without detection of every
-//    kind in the unclaimed fields (goal: detection costs at most 2x).
+//    kind in the unclaimed fields (goal: detection costs at most 2x);
+// 3. hostile digit-heavy text (review findings 6 and 11): 1 MB JSON documents whose notes are runs of
+//    digit groups built to make the digit-run reader work (`4 4 4 …`, `4444 4444 …`, card-prefixed
+//    groups failing Luhn, `00 00 …`), next to the text-heavy document of (1) in the same run (goal:
+//    linear, at a rate close to normal text; before the review fix ~1 MB/s).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,6 +107,33 @@ const row = (label: string, perSecond: number, mb: number) => console.log(`${lab
   row('dpg Mask, card-masking', r.plain, mb);
   row('dpg Mask, card-masking + detect every kind', r.detect, mb);
   console.log(`cost of detection: ${(r.plain / r.detect).toFixed(2)}x (goal <= 2x)`);
+}
+
+{
+  const HOSTILE: Record<string, string> = {
+    '"1 1 1 …"': '1 ',
+    '"4 4 4 …" (the review)': '4 ',
+    '"4444 4444 …"': '4444 ',
+    'Luhn-failing Visa groups': '4111 1111 1111 1112 ',
+    '"00 00 …"': '00 ',
+    '"0044.1 …"': '0044.1 ',
+  };
+  /** ~1 MB: records of 4 KB notes made of one hostile unit. */
+  const hostileDocument = (unit: string): string => {
+    const notes = unit.repeat(Math.ceil(4000 / unit.length));
+    return JSON.stringify({ records: Array.from({ length: 250 }, (_, id) => ({ id, notes })) });
+  };
+  const text = textHeavyDocument();
+  const docs = Object.fromEntries(Object.entries(HOSTILE).map(([name, unit]) => [name, hostileDocument(unit)]));
+  const r = race({
+    'text-heavy': () => engine.protectDocument(job('customer', 'Mask'), text),
+    ...Object.fromEntries(Object.entries(docs).map(([name, doc]) => [name, () => engine.protectDocument(job('customer', 'Mask'), doc)])),
+  });
+  console.log(`\nhostile digit-heavy text (1 MB JSON documents of one repeated unit), Mask with customer`);
+  row('baseline: the text-heavy document of the first figure', r['text-heavy'], text.length / 1e6);
+  for (const [name, doc] of Object.entries(docs)) row(name, r[name], doc.length / 1e6);
+  const slowest = Math.min(...Object.keys(docs).map((name) => r[name] * (docs[name].length / 1e6)));
+  console.log(`slowest hostile: ${slowest.toFixed(1)} MB/s, ${((r['text-heavy'] * text.length) / 1e6 / slowest).toFixed(2)}x the time of text-heavy per MB`);
 }
 
 rmSync(dir, { recursive: true, force: true });

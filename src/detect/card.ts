@@ -31,21 +31,36 @@ const BRANDS: readonly Brand[] = [
 export const CARD_MIN_DIGITS = 12;
 export const CARD_MAX_DIGITS = 19;
 
-/** Per length, the prefix ranges valid at that length (compiled once). */
-const RANGES_BY_LENGTH: readonly (readonly (readonly [string, string])[])[] = (() => {
-  const out: (readonly [string, string])[][] = Array.from({ length: CARD_MAX_DIGITS + 1 }, () => []);
-  for (const brand of BRANDS) for (const n of brand.lengths) out[n].push(...brand.ranges);
-  return out;
+/** The longest issuer prefix in the table (Verve's `506099`). */
+export const CARD_PREFIX_DIGITS = 6;
+
+/**
+ * Per length, the prefix ranges valid at that length as [from, to] pairs of six-digit numbers
+ * (`2221`-`2720` is 222100-272099), compiled once: a check is a few integer comparisons.
+ */
+const RANGES_BY_LENGTH: readonly Int32Array[] = (() => {
+  const out: number[][] = Array.from({ length: CARD_MAX_DIGITS + 1 }, () => []);
+  for (const brand of BRANDS) {
+    for (const n of brand.lengths) {
+      for (const [from, to] of brand.ranges) out[n].push(Number(from.padEnd(CARD_PREFIX_DIGITS, '0')), Number(to.padEnd(CARD_PREFIX_DIGITS, '9')));
+    }
+  }
+  return out.map((pairs) => Int32Array.from(pairs));
 })();
 
 /** True when `digits` (digits only) has a known brand prefix for its length. */
 export function hasCardPrefix(digits: string): boolean {
-  const ranges = RANGES_BY_LENGTH[digits.length];
+  return digits.length >= CARD_MIN_DIGITS && hasCardPrefixFor(Number(digits.slice(0, CARD_PREFIX_DIGITS)), digits.length);
+}
+
+/**
+ * True when a card number of `length` digits (12-19) whose first six digits are `head6` (as a
+ * number) has a known brand prefix for that length.
+ */
+export function hasCardPrefixFor(head6: number, length: number): boolean {
+  const ranges = RANGES_BY_LENGTH[length];
   if (ranges === undefined) return false;
-  for (const [from, to] of ranges) {
-    const head = digits.slice(0, from.length);
-    if (head >= from && head <= to) return true;
-  }
+  for (let i = 0; i < ranges.length; i += 2) if (head6 >= ranges[i] && head6 <= ranges[i + 1]) return true;
   return false;
 }
 
@@ -68,16 +83,4 @@ export function luhnValid(digits: string): boolean {
 /** A card number's digits: a brand prefix valid for its length, and the Luhn check. */
 export function isCardDigits(digits: string): boolean {
   return digits.length >= CARD_MIN_DIGITS && digits.length <= CARD_MAX_DIGITS && hasCardPrefix(digits) && luhnValid(digits);
-}
-
-/**
- * How a written card number may be grouped: all digits together, groups of four (the last may be
- * shorter), or the 4-6-5 / 4-6-4 layout of Amex and Diners.
- */
-export function isCardGrouping(groups: readonly number[]): boolean {
-  const n = groups.length;
-  if (n === 1) return true;
-  if (n === 3 && groups[0] === 4 && groups[1] === 6 && (groups[2] === 5 || groups[2] === 4)) return true;
-  for (let i = 0; i < n - 1; i++) if (groups[i] !== 4) return false;
-  return groups[n - 1] >= 1 && groups[n - 1] <= 4;
 }

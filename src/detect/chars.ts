@@ -39,3 +39,19 @@ export function boundaryBefore(text: string, start: number): boolean {
 export function boundaryAfter(text: string, end: number): boolean {
   return (classAt(text, end) & WORD) === 0;
 }
+
+/**
+ * Spaces people (and word processors) put between digit groups: space, no-break space, the
+ * typographic spaces U+2000-U+200A (figure, thin, hair…), narrow no-break space, medium mathematical
+ * space, ideographic space.
+ */
+export function isGroupSpace(c: number): boolean {
+  if (c === 32 || c === 0xa0) return true;
+  return c >= 0x2000 && (c <= 0x200a || c === 0x202f || c === 0x205f || c === 0x3000);
+}
+
+/** Dashes between digit groups: `-`, hyphen, non-breaking hyphen, figure/en/em dash, minus sign, small and fullwidth hyphen-minus. */
+export function isGroupDash(c: number): boolean {
+  if (c === 45) return true;
+  return c >= 0x2010 && ((c <= 0x2014) || c === 0x2212 || c === 0xfe63 || c === 0xff0d);
+}

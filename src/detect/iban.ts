@@ -4,7 +4,7 @@
 // The per-country lengths and layouts come from ibantools (the SWIFT registry as data).
 
 import { getCountrySpecifications } from 'ibantools';
-import { CLASS, DIGIT, UPPER, boundaryAfter } from './chars.ts';
+import { CLASS, DIGIT, UPPER, boundaryAfter, isGroupSpace } from './chars.ts';
 
 interface CountryLayout {
   readonly length: number;
@@ -52,7 +52,8 @@ export function isIbanCompact(compact: string): boolean {
 
 /**
  * The end of an IBAN written at `start` (two upper-case letters, two digits, already checked by the
- * caller with a boundary before), or -1. Spaces are accepted only between groups of four.
+ * caller with a boundary before), or -1. Spaces (any isGroupSpace, e.g. no-break) are accepted
+ * only between groups of four.
  */
 export function ibanEndAt(text: string, start: number): number {
   const layout = LAYOUTS.get(text.slice(start, start + 2));
@@ -63,7 +64,7 @@ export function ibanEndAt(text: string, start: number): number {
   let spaced: boolean | undefined;
   while (i < n && compact.length < layout.length) {
     const c = text.charCodeAt(i);
-    if (c === 32 && compact.length > 0 && compact.length % 4 === 0) {
+    if (compact.length > 0 && compact.length % 4 === 0 && isGroupSpace(c)) {
       if (spaced === false) return -1;
       spaced = true;
       i++;
@@ -71,7 +72,7 @@ export function ibanEndAt(text: string, start: number): number {
     }
     if (c >= 128 || (CLASS[c] & (DIGIT | UPPER)) === 0) return -1;
     if (compact.length % 4 === 0 && compact.length > 0 && spaced === undefined) spaced = false;
-    if (spaced === true && compact.length % 4 === 0 && text.charCodeAt(i - 1) !== 32) return -1;
+    if (spaced === true && compact.length % 4 === 0 && !isGroupSpace(text.charCodeAt(i - 1))) return -1;
     compact += text[i];
     i++;
   }

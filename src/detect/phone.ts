@@ -7,19 +7,27 @@
 // Bare runs of digits without `+` are never phones: too many ids look like them.
 
 /** Two-digit country calling codes (ITU-T E.164 assignments); 1 and 7 are the one-digit ones. */
-const CC2 = new Set([
+const CC2 = [
   20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58,
   60, 61, 62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98,
-]);
+];
 /** Leading two digits of the zones where three-digit codes are assigned. */
-const CC3_ZONES = new Set([21, 22, 23, 24, 25, 26, 29, 35, 37, 38, 42, 50, 59, 67, 68, 69, 80, 85, 87, 88, 96, 97, 99]);
+const CC3_ZONES = [21, 22, 23, 24, 25, 26, 29, 35, 37, 38, 42, 50, 59, 67, 68, 69, 80, 85, 87, 88, 96, 97, 99];
 
-/** True when the digits (after `+` or `00`) start with an assigned country calling code. */
-export function hasCountryCode(digits: string): boolean {
-  const d1 = digits.charCodeAt(0) - 48;
-  if (d1 === 1 || d1 === 7) return true;
-  const two = Number(digits.slice(0, 2));
-  return CC2.has(two) || CC3_ZONES.has(two);
+/** By the first two digits (0-99): 1 when a country calling code starts there. */
+const STARTS_CODE: Uint8Array = (() => {
+  const t = new Uint8Array(100);
+  for (const two of [...CC2, ...CC3_ZONES]) t[two] = 1;
+  for (let d = 0; d < 10; d++) t[10 + d] = t[70 + d] = 1; // +1 (NANP) and +7
+  return t;
+})();
+
+/**
+ * True when digits after `+` or `00` starting with `firstTwo` (their first two digits as a number
+ * 0-99) start with an assigned country calling code.
+ */
+export function startsCountryCode(firstTwo: number): boolean {
+  return STARTS_CODE[firstTwo] === 1;
 }
 
 export const E164_MIN_DIGITS = 8;

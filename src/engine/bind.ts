@@ -174,25 +174,34 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
   };
 
   // Fields no selector claims get the content action, built on first use.
-  let content: FieldAction | null | undefined;
-  const contentAction = (): FieldAction | null => {
+  let content: ContentFieldAction | null | undefined;
+  const contentAction = (): ContentFieldAction | null => {
     if (content === undefined) content = bindContent(manifest, job, run, bindRule);
     return content;
   };
 
+  // Per raw name: a field whose name itself holds a detected value is removed whatever selects it
+  // (docs/detection.md); else the named field's action, else the content action.
   const byRawName = new Map<string, FieldAction | null>();
+  const personalNames = new Set<FieldAction>();
   const resolver: FieldResolver = {
     usesPaths: manifest.byPath.size > 0,
     resolve(name: string, path?: string): FieldAction | undefined {
-      if (path !== undefined && manifest.byPath.size > 0) {
-        const field = manifest.byPath.match(path);
-        if (field) return bindField(field) ?? undefined;
-      }
       let action = byRawName.get(name);
       if (action === undefined) {
-        const field = manifest.byName.get(normalizeName(name));
-        action = field ? bindField(field) : contentAction();
+        const personal = contentAction()?.personalName(name);
+        if (personal !== undefined) {
+          action = personal;
+          personalNames.add(personal);
+        } else {
+          const field = manifest.byName.get(normalizeName(name));
+          action = field ? bindField(field) : contentAction();
+        }
         byRawName.set(name, action);
+      }
+      if (path !== undefined && manifest.byPath.size > 0 && (action === null || !personalNames.has(action))) {
+        const field = manifest.byPath.match(path);
+        if (field) return bindField(field) ?? undefined;
       }
       return action ?? undefined;
     },
@@ -218,7 +227,7 @@ function bindContent(
   job: JobSpec,
   run: RunState,
   bindRule: (field: CompiledField) => { rule: CompiledRule; technique: BoundTechnique } | undefined,
-): FieldAction | null {
+): ContentFieldAction | null {
   const detection = manifest.detection;
   if (!detection) return null;
   const ruleJob: ForwardJobType = job.jobType === 'Reconstruct' ? 'Pseudonymise' : job.jobType === 'Decrypt' ? 'Encrypt' : (job.jobType as ForwardJobType);

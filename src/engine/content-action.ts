@@ -13,6 +13,7 @@ import type { FieldAction } from '../formats/codec.ts';
 import type { ContentScanner } from '../detect/scanner.ts';
 import type { DetectKind, DetectedSpan } from '../detect/kinds.ts';
 import { findTokens } from '../detect/tokens.ts';
+import { WITHHELD } from '../core/safe-name.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import type { RunState } from './bind.ts';
 
@@ -78,6 +79,30 @@ export class ContentFieldAction implements FieldAction {
     return out;
   }
 
+  applyPieces(pieces: readonly string[], location: string | (() => string)): string[] {
+    try {
+      return this.protectPieces(pieces);
+    } catch (err) {
+      if (!(err instanceof DetectedFailure)) throw err;
+      // The whole value fails, as a single text would: the stand-in in the first piece, nothing after.
+      const standIn = this.fail(typeof location === 'string' ? () => location : location, err);
+      return pieces.map((_, i) => (i === 0 ? this.asText(standIn) : ''));
+    }
+  }
+
+  /**
+   * The action for a field whose own name holds a value of a detected kind (a JSON key that is an
+   * e-mail address), or undefined. Forward jobs only: Reconstruct and Decrypt give back clear data
+   * by design, and their input had its names checked on the way in.
+   */
+  personalName(name: string): FieldAction | undefined {
+    if ((this.mode !== 'forward' && this.mode !== 'pseudonymise') || name.length < 4) return undefined;
+    const spans = this.scanner.scan(name);
+    if (spans.length === 0) return undefined;
+    const kind = spans[0].kind;
+    return new PersonalNameAction(this.run, name, kind, this.kinds.get(kind)!.removes);
+  }
+
   /** The protected value, or the failure of one of its detected values (never thrown past here). */
   private protect(value: Scalar): Scalar | DetectedFailure {
     try {
@@ -94,11 +119,20 @@ export class ContentFieldAction implements FieldAction {
     return this.run.fail(() => `${location()} (detected ${failure.kind})`, failure.reason);
   }
 
-  /** A JSON number can only be a whole card number (the other kinds need separators or letters). */
+  /**
+   * A JSON number can only be a whole card number (the other kinds need separators or letters). A
+   * minus sign is no part of a card (`-4111111111111111` is the card with a sign in front): the
+   * digits decide, and the kind's rule gets the number as written.
+   */
   private protectNumber(value: number): Scalar {
-    if (!Number.isSafeInteger(value) || value < 1e11 || this.mode === 'decrypt') return value;
-    const kind = this.scanner.wholeKind(String(value));
+    if (!Number.isSafeInteger(value) || Math.abs(value) < 1e11 || this.mode === 'decrypt') return value;
+    const kind = this.kindOf(value);
     return kind === undefined ? value : this.one(kind, value);
+  }
+
+  /** The kind of a whole value; a number by its digits, sign dropped. */
+  private kindOf(value: string | number): DetectKind | undefined {
+    return this.scanner.wholeKind(typeof value === 'number' ? String(Math.abs(value)) : value);
   }
 
   private forwardText(text: string): Scalar {
@@ -122,6 +156,63 @@ export class ContentFieldAction implements FieldAction {
     if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
     if (!this.inText) return text;
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
+  }
+
+  /** What a reader of each piece alone, or of the joined text, would find, protected in place. */
+  private protectPieces(pieces: readonly string[]): string[] {
+    const joined = pieces.join('');
+    const reverse = this.mode === 'decrypt' || this.mode === 'reconstruct';
+    const found: ReversePiece[] = [];
+    let offset = 0;
+    for (const piece of pieces) {
+      for (const f of this.findIn(piece, reverse)) found.push({ start: f.start + offset, end: f.end + offset, kind: f.kind });
+      offset += piece.length;
+    }
+    // Forward, a value a reader of the joined text sees is protected too. Reversing needs no joined
+    // view: a protected value is always written inside one piece (the joined text could only run a
+    // token on into the next piece and make it unreadable).
+    if (!reverse) for (const f of this.findIn(joined, reverse)) found.push(f);
+    if (found.length === 0) return pieces.slice();
+    const regions = mergeOverlaps(found);
+    const open = (piece: ReversePiece, value: string): Scalar =>
+      piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value);
+    // Region by region: text before it is copied into the pieces it belongs to; the protected
+    // value goes into the piece where it starts.
+    const ends: number[] = [];
+    offset = 0;
+    for (const piece of pieces) ends.push((offset += piece.length));
+    const out = pieces.map(() => '');
+    const copy = (from: number, to: number): void => {
+      for (let i = 0; i < pieces.length && from < to; i++) {
+        if (from >= ends[i]) continue;
+        const upTo = Math.min(to, ends[i]);
+        out[i] += joined.slice(from, upTo);
+        from = upTo;
+      }
+    };
+    let at = 0;
+    for (const region of regions) {
+      copy(at, region.start);
+      let home = 0;
+      while (ends[home] <= region.start) home++;
+      out[home] += this.asText(open(region, joined.slice(region.start, region.end)));
+      at = region.end;
+    }
+    copy(at, joined.length);
+    return out;
+  }
+
+  /** Detected values (forward), or tokens and pseudonyms (reverse) in one text; whole ones only without inText. */
+  private findIn(text: string, reverse: boolean): readonly ReversePiece[] {
+    if (text.length < 4) return [];
+    let found: readonly ReversePiece[];
+    if (!reverse) found = this.scanner.scan(text);
+    else {
+      const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
+      found = this.mode === 'reconstruct' ? merge(tokens, this.scanner.scan(text)) : tokens;
+    }
+    if (this.inText || found.length === 0) return found;
+    return found.length === 1 && found[0].start === 0 && found[0].end === text.length ? found : [];
   }
 
   /** Applies the kind's rule to one detected value (a whole value or a span). */
@@ -151,7 +242,7 @@ export class ContentFieldAction implements FieldAction {
     let out = step(value);
     for (let i = 0; i < MAX_WALK; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if ((typeof out === 'string' || typeof out === 'number') && this.scanner.wholeKind(String(out)) === kind) return out;
+      if ((typeof out === 'string' || typeof out === 'number') && this.kindOf(out) === kind) return out;
       out = step(out);
     }
     throw new ValueError(NOT_DETECTABLE);
@@ -192,6 +283,44 @@ export class ContentFieldAction implements FieldAction {
   }
 }
 
+/** Reason of a field removed because its name holds a detected value (docs/detection.md). */
+const PERSONAL_NAME = 'PERSONAL_DATA_IN_NAME';
+
+/**
+ * The action for a field whose own name is personal data: the field is always removed, name and
+ * value (a name is never rewritten: two masked keys could collide, and readers look members up by
+ * name). Where the kind's rule removes its values (Restrict) that is a protection; otherwise the
+ * removal is recorded as a failure, so the request fails unless it runs in silent mode.
+ */
+class PersonalNameAction implements FieldAction {
+  constructor(
+    private readonly run: RunState,
+    private readonly name: string,
+    private readonly kind: DetectKind,
+    private readonly removedByRule: boolean,
+  ) {}
+
+  removes(_value: unknown, location?: string | (() => string)): boolean {
+    if (this.removedByRule) this.run.summary.protected++;
+    else {
+      const where = location === undefined ? WITHHELD : typeof location === 'string' ? location : location();
+      // The codec's location may hold the name (a plain-looking IBAN key is a "safe" name): withhold it.
+      this.run.fail(() => `${where.split(this.name).join(WITHHELD)} (detected ${this.kind})`, PERSONAL_NAME);
+    }
+    return true;
+  }
+
+  /** Codecs ask `removes` first, which always says yes; should one not, nothing of the value passes. */
+  apply(_value: Scalar, location: string | (() => string)): Scalar {
+    this.removes(undefined, location);
+    return this.run.standIn;
+  }
+
+  applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
+    return values.map((_, i) => this.apply(null, () => location(i)));
+  }
+}
+
 class DetectedFailure extends Error {
   constructor(
     readonly kind: string,
@@ -199,6 +328,26 @@ class DetectedFailure extends Error {
   ) {
     super(reason);
   }
+}
+
+/**
+ * Found values in joined-text offsets, possibly overlapping (a piece's phone inside the joined
+ * text's e-mail address), merged into disjoint regions in order. A region takes the kind of its
+ * longest value: the one a reader of the joined text sees whole.
+ */
+function mergeOverlaps(found: ReversePiece[]): ReversePiece[] {
+  found.sort((x, y) => x.start - y.start || y.end - x.end);
+  const out: { start: number; end: number; kind: ReversePiece['kind']; longest: number }[] = [];
+  for (const f of found) {
+    const last = out[out.length - 1];
+    if (last !== undefined && f.start < last.end) {
+      if (f.end > last.end) last.end = f.end;
+      if (f.end - f.start > last.longest) ((last.longest = f.end - f.start), (last.kind = f.kind));
+      continue;
+    }
+    out.push({ start: f.start, end: f.end, kind: f.kind, longest: f.end - f.start });
+  }
+  return out;
 }
 
 /** Tokens and detected spans in order; a detected span inside a token is part of the token. */

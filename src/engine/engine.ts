@@ -112,7 +112,7 @@ export class ProtectionEngine implements Engine {
           const cell = out[r]![c]!;
           if (cell === '') continue; // an unset cell holds no document
           // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
-          if (action?.removes(cell)) {
+          if (action?.removes(cell, () => `row ${r}, column ${safeName(labels[c]!.trim())}`)) {
             out[r]![c] = standIn;
             continue;
           }
@@ -130,7 +130,8 @@ export class ProtectionEngine implements Engine {
         if (!action) continue;
         for (let r = 0; r < out.length; r++) column[r] = out[r]![c]!;
         // A tabular cell cannot be deleted: Restrict leaves the stand-in text in its place.
-        if (action.removes('x')) {
+        // Removed: Restrict, or a label that is itself personal data (docs/detection.md).
+        if (action.removes('x', () => `row 0, column ${safeName(label.trim())}`)) {
           const keepEmpty = !job.context.protectNullValues;
           for (let r = 0; r < out.length; r++) out[r]![c] = keepEmpty && column[r] === '' ? '' : standIn;
           continue;

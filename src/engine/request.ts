@@ -3,6 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { DpgError, type ValueFailure } from '../core/errors.ts';
+import { REQUEST_ID_PATTERN, requestIdHoldsPersonalData } from './request-id.ts';
 import {
   parseDataSetType,
   parseJobType,
@@ -44,7 +45,6 @@ const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}
  * a date counts as now, so a key version is never selected before it is active here.
  */
 export const SNAPSHOT_CLOCK_TOLERANCE_MS = 30_000;
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const INT32_MAX = 2147483647;
 const MAX_TEXT = 256;
 const MAX_CLAIMS = 64;
@@ -125,8 +125,11 @@ export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetT
   const claims = parseClaims(raw.matchingRule, fail);
 
   let requestId = text('requestId', 128);
-  if (requestId !== undefined && !REQUEST_ID.test(requestId)) {
+  if (requestId !== undefined && !REQUEST_ID_PATTERN.test(requestId)) {
     fail('requestId', 'may contain only letters, digits and . _ : - (at most 128)');
+    requestId = undefined;
+  } else if (requestId !== undefined && requestIdHoldsPersonalData(requestId)) {
+    // Not an error (that would send the client's id back in no form either): a fresh id instead.
     requestId = undefined;
   }
 

@@ -14,8 +14,12 @@ export interface FieldAction {
    * True when the field (JSON key, XML element or attribute, SQL column and its value) is removed
    * from the output for this value (Restrict). A codec asks before `apply`. `value` may be a
    * container (a JSON object under a matched key): only null/empty values can escape removal.
+   * Also true, always, for a field whose own name is personal data the manifest detects (a JSON key
+   * that is an e-mail address, a CSV header that is a card number): names are never rewritten, so
+   * the field goes, name and value, and the engine records it at `location` (given where the codec
+   * has one; the name itself is withheld from it).
    */
-  removes(value: unknown): boolean;
+  removes(value: unknown, location?: string | (() => string)): boolean;
   /**
    * The protected value. Never throws for a bad value: the engine records the failure (location and
    * reason only) and returns a stand-in, so codecs can run straight through. `location` is a path,
@@ -25,6 +29,16 @@ export interface FieldAction {
   apply(value: Scalar, location: string | (() => string)): Scalar;
   /** The same for many values at once (a column): lets batched ciphers (FF1) do one pass. */
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[];
+  /**
+   * For one value that readers may see whole or in pieces (XML text split by comments, processing
+   * instructions or CDATA sections: a DOM or SAX reader sees each piece, ElementTree the joined
+   * text): values are looked for in each piece alone and in the joined text, and the pieces come
+   * back in the same number, each to be written back in its own place. A value found across a
+   * boundary is protected whole and written where it starts; its characters leave the pieces
+   * after. Only the content-detection action has it; for other actions a codec applies `apply` to
+   * the joined value, writes the result into the first piece and empties the others.
+   */
+  applyPieces?(pieces: readonly string[], location: string | (() => string)): string[];
   /**
    * True for the action the engine gives fields no selector claims when the manifest detects by
    * content (cards, emails, phones… found in whole values and inside text). Beneath a matched

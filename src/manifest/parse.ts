@@ -9,6 +9,7 @@ import { TechniqueOptionError } from '../techniques/technique.ts';
 import { DETECT_KINDS, parseDetectKind, type DetectKind } from '../detect/kinds.ts';
 import type { ConditionDef, DetectDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
 import { findGaps } from './gaps.ts';
+import { normalizeName } from './selectors.ts';
 
 const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields', 'strict', 'detect'] as const;
 const FIELD_KEYS = ['match', 'path', 'kind', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
@@ -286,7 +287,7 @@ function checkDuplicateSelectors(fields: readonly FieldDef[], root: YamlValue): 
     if (field.selector.kind === 'detected') continue; // kinds are checked by checkDetectedKinds
     const keys =
       field.selector.kind === 'name'
-        ? field.selector.names.map((n) => `name:${n.toLowerCase().replace(/[_-]/g, '')}`)
+        ? field.selector.names.map((n) => `name:${normalizeName(n)}`)
         : [`path:${field.selector.path}`];
     for (const key of keys) {
       if (seen.has(key)) {

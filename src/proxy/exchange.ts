@@ -12,6 +12,7 @@ import { audit } from '../core/audit.ts';
 import { DpgError, isDpgError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
+import { acceptedRequestId } from '../engine/request-id.ts';
 import type { ProxyRoute } from '../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from './body-kind.ts';
@@ -60,8 +61,6 @@ export interface Exchange {
 
 /** Failures that `onError: passthrough` never forwards (the input itself is the problem). */
 const NEVER_PASSED_THROUGH: ReadonlySet<string> = new Set(['PAYLOAD_TOO_LARGE', 'MALFORMED_DATA_SET']);
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function originOf(target: Target): string {
   const address = target.connectTo?.address ?? target.host;
@@ -176,7 +175,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     const { route } = selection;
     const started = performance.now();
     const headerId = req.headers['x-request-id'];
-    const requestId = typeof headerId === 'string' && REQUEST_ID.test(headerId) ? headerId : randomUUID();
+    const requestId = acceptedRequestId(headerId) ?? randomUUID();
     const phases = routes.phases.get(route) ?? {};
     let outcome = 'ok';
     let addedMs = 0;

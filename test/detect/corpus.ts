@@ -2,7 +2,8 @@
 // records. Each record is a sentence of filler words with real-format values (labelled with their
 // kind and exact span) and near-miss decoys (labelled as nothing): Luhn-valid numbers with no card
 // prefix or the wrong length, IBANs with a wrong check digit, SSNs in reserved areas, dates, times,
-// versions, order and tracking numbers, ISBNs, hashes, MAC addresses, addresses without a domain.
+// versions, order and tracking numbers, ISBNs, hashes, MAC addresses, addresses without a domain,
+// numbers written with typographic spaces and dashes.
 
 import { rng } from '../helpers/rng.ts';
 import { ibanCountries } from '../../src/detect/iban.ts';
@@ -62,11 +63,17 @@ function cardPrefix(r: Rand): [string, number] {
   }
 }
 
+/**
+ * Separators word processors and typesetting put between digit groups: no-break, narrow no-break,
+ * thin and figure spaces; en and em dashes, the figure dash and the minus sign.
+ */
+const TYPOGRAPHIC_SEPARATORS = ['\u00A0', '\u202F', '\u2009', '\u2007', '\u2013', '\u2014', '\u2012', '\u2212'];
+
 /** Card digits written as people write them: together, in fours, or Amex/Diners 4-6-5 / 4-6-4. */
 function writeCard(r: Rand, d: string): string {
   const style = int(r, 0, 2);
   if (style === 0) return d;
-  const sep = style === 1 ? ' ' : '-';
+  const sep = r() < 0.15 ? pick(r, TYPOGRAPHIC_SEPARATORS) : style === 1 ? ' ' : '-';
   if (d.length === 15 || d.length === 14) return [d.slice(0, 4), d.slice(4, 10), d.slice(10)].join(sep);
   return d.match(/.{1,4}/g)!.join(sep);
 }
@@ -99,6 +106,7 @@ function nanp(r: Rand): string {
   do exchange = `${int(r, 2, 9)}${digits(r, 2)}`;
   while (exchange[1] === '1' && exchange[2] === '1');
   const line = digits(r, 4);
+  if (r() < 0.05) return `${area}\u2013${exchange}\u2013${line}`; // en dashes
   return pick(r, [`(${area}) ${exchange}-${line}`, `${area}-${exchange}-${line}`, `${area}.${exchange}.${line}`, `${area} ${exchange} ${line}`, `1-${area}-${exchange}-${line}`, `+1 ${area} ${exchange} ${line}`, `+1 (${area}) ${exchange}-${line}`, `+1${area}${exchange}${line}`]);
 }
 
@@ -144,7 +152,8 @@ function ibanCompact(r: Rand): string {
   return `${country}${check}${b}`;
 }
 
-const printIban = (r: Rand, compact: string): string => (r() < 0.5 ? compact : compact.match(/.{1,4}/g)!.join(' '));
+const printIban = (r: Rand, compact: string): string =>
+  r() < 0.5 ? compact : compact.match(/.{1,4}/g)!.join(r() < 0.15 ? pick(r, ['\u00A0', '\u202F']) : ' ');
 
 function ssn(r: Rand): string {
   let area = 0;
@@ -232,6 +241,21 @@ const DECOYS: readonly ((r: Rand) => string)[] = [
   (r) => `@${pick(r, NAMES)}_${pick(r, SURNAMES)}`,
   (r) => `${pick(r, NAMES)}..${pick(r, SURNAMES)}@example.com`,
   (r) => `${pick(r, NAMES)}@example.c`,
+  // Typographic separators around numbers that are no value: ranges, thousands, a card failing Luhn.
+  (r) => `${int(r, 1990, 2020)}\u2013${int(r, 2021, 2030)}`,
+  (r) => `${int(r, 1, 999)}\u202F${digits(r, 3)}\u202F${digits(r, 3)},${digits(r, 2)}`,
+  (r) => `${int(r, 1, 99)}\u00A0${digits(r, 3)}\u00A0${digits(r, 3)}`,
+  (r) => {
+    const c = withLuhn('4' + digits(r, 14));
+    return c.slice(0, 15) + String((Number(c[15]) + int(r, 1, 9)) % 10);
+  },
+  (r) => `1${digits(r, 2)}\u2013${int(r, 2, 9)}${digits(r, 2)}\u2013${digits(r, 4)}`,
+  // After a dash: Luhn-valid ids without a brand prefix, a card-prefixed number failing Luhn.
+  (r) => `ORD-${withLuhn(pick(r, ['1', '7', '0', '83', '99']) + digits(r, 14))}`,
+  (r) => {
+    const c = withLuhn('4' + digits(r, 14));
+    return `${int(r, 10, 99)}-${c.slice(0, 15)}${(Number(c[15]) + int(r, 1, 9)) % 10}`;
+  },
 ];
 
 const FILLER = ['please', 'update', 'the', 'record', 'for', 'customer', 'called', 'about', 'invoice', 'ref', 'on', 'file', 'new', 'contact', 'and', 'note', 'see', 'ticket', 'order', 'shipped', 'today', 'via', 'account'];
@@ -252,6 +276,9 @@ export function buildCorpus(seed = 20241122, count = 3000): CorpusRecord[] {
       if (r() < 0.55) {
         const kind = kinds[n % kinds.length === p % kinds.length ? n % kinds.length : int(r, 0, kinds.length - 1)];
         const value = GENERATORS[kind](r);
+        // A card glued to a number by a dash (`ref 12-4111…`): the card alone is the value. (A card
+        // written with dashes itself after a dash is refused: `12-4111-1111-…` reads as one code.)
+        if (kind === 'card' && r() < 0.05 && !/[-.\u2012-\u2014\u2212]/.test(value)) text += `${int(r, 1, 99)}-`;
         spans.push({ start: text.length, end: text.length + value.length, kind });
         text += value;
       } else {

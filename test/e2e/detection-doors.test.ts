@@ -4,17 +4,13 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ProxyAgent, request } from 'undici';
 import { multipart, postJson, tokenFor } from './http-helpers.ts';
+import { ROOT, startRecordingUpstream, startServe, type RecordingUpstream, type ServeProcess } from './serve-process.ts';
 import { createClient, protectValues, toRows } from '../transport/grpc/client.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CARD = '4111 1111 1111 1111';
 const PHONE = '415-555-0132';
 const NOTES = `card ${CARD}, call ${PHONE}`;
@@ -34,85 +30,27 @@ function assertProtected(text: string, where: string): void {
   assert.ok(text.includes('card ') && text.includes(', call '), `${where}: the words are kept`);
 }
 
-let dir: string;
-let gateway: ChildProcess;
-let upstream: Server;
-const received: string[] = [];
-const ports: Record<string, number> = {};
+let serve: ServeProcess;
+let upstream: RecordingUpstream;
+let ports: Readonly<Record<string, number>>;
 let token: string;
 
-function waitForReady(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const timer = setTimeout(() => reject(new Error('dpg serve did not become ready')), 30_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) >= 0) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        let entry: { msg?: string; listener?: string; door?: string; port?: number };
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        const name = entry.listener ?? entry.door;
-        if (name !== undefined && typeof entry.port === 'number') ports[name] = entry.port;
-        if (entry.msg === 'ready') {
-          clearTimeout(timer);
-          resolve();
-        }
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`dpg serve exited with ${code}`)));
-  });
-}
-
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'dpg-detect-doors-'));
-  upstream = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      received.push(body);
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
+  upstream = await startRecordingUpstream();
+  serve = await startServe('dpg-detect-doors-', {
+    routes: `    - name: notes\n      match: { host: 127.0.0.1, port: ${upstream.port}, path: "/**" }\n      request: { manifest: customer, jobType: Mask }`,
+    reverse: `    - listen: 127.0.0.1:0\n      upstream: http://127.0.0.1:${upstream.port}`,
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const upstreamPort = (upstream.address() as { port: number }).port;
-  const config = readDefaultConfig()
-    .replace('listen: 127.0.0.1:8080', 'listen: 127.0.0.1:0')
-    .replace('listen: 127.0.0.1:9090', 'listen: 127.0.0.1:0')
-    .replace('listen: 127.0.0.1:15001', 'listen: 127.0.0.1:0')
-    .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
-    .replace(
-      'routes: []                      # see docs/proxy.md\n  reverse: []',
-      `routes:\n    - name: notes\n      match: { host: 127.0.0.1, port: ${upstreamPort}, path: "/**" }\n      request: { manifest: customer, jobType: Mask }\n` +
-        `  reverse:\n    - listen: 127.0.0.1:0\n      upstream: http://127.0.0.1:${upstreamPort}`,
-    );
-  writeFileSync(join(dir, 'gateway.yaml'), config);
-  gateway = spawn(process.execPath, ['bin/dpg.js', 'serve', '--config', join(dir, 'gateway.yaml')], {
-    cwd: ROOT,
-    env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'test' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await waitForReady(gateway);
+  ports = serve.ports;
   token = await tokenFor(base(), { id: 'demo-client', secret: 'demo-secret' });
 });
 
 after(async () => {
-  gateway?.kill('SIGTERM');
-  await new Promise((resolve) => (gateway?.exitCode !== null ? resolve(undefined) : gateway.once('exit', resolve)));
-  await new Promise((resolve) => upstream?.close(resolve));
-  rmSync(dir, { recursive: true, force: true });
+  await serve?.stop();
+  await upstream?.close();
 });
 
-function readDefaultConfig(): string {
-  return readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8');
-}
-
-const base = () => `http://127.0.0.1:${ports.http}`;
+const base = () => serve.base;
 
 describe('detection through every door (dpg serve, default manifest)', () => {
   it('HTTP /api/protect: JSON, XML, SQL; Pseudonymise and Reconstruct round trip', async () => {
@@ -179,27 +117,27 @@ describe('detection through every door (dpg serve, default manifest)', () => {
 
   it('egress proxy (reverse listener and forward proxy): JSON, XML, SQL and CSV bodies reach the upstream protected', async () => {
     for (const type of ['JSON', 'XML', 'SQL', 'LIST'] as const) {
-      received.length = 0;
+      upstream.received.length = 0;
       const res = await request(`http://127.0.0.1:${ports['proxy-reverse']}/v1/notes`, { method: 'POST', headers: { 'content-type': PAYLOADS[type].type }, body: PAYLOADS[type].text });
       assert.equal(res.statusCode, 200, await res.body.text());
-      assert.equal(received.length, 1);
-      assertProtected(received[0], `proxy ${type}`);
+      assert.equal(upstream.received.length, 1);
+      assertProtected(upstream.received[0].body, `proxy ${type}`);
     }
-    received.length = 0;
+    upstream.received.length = 0;
     const form = await request(`http://127.0.0.1:${ports['proxy-reverse']}/v1/form`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ id: '7', notes: NOTES }).toString(),
     });
     assert.equal(form.statusCode, 200, await form.body.text());
-    assertProtected(new URLSearchParams(received[0]).get('notes')!, 'proxy form');
-    received.length = 0;
+    assertProtected(new URLSearchParams(upstream.received[0].body).get('notes')!, 'proxy form');
+    upstream.received.length = 0;
     const agent = new ProxyAgent(`http://127.0.0.1:${ports.proxy}`);
     try {
-      const upstreamPort = (upstream.address() as { port: number }).port;
+      const upstreamPort = upstream.port;
       const res = await request(`http://127.0.0.1:${upstreamPort}/v1/notes`, { dispatcher: agent, method: 'POST', headers: { 'content-type': 'application/json' }, body: PAYLOADS.JSON.text });
       assert.equal(res.statusCode, 200, await res.body.text());
-      assertProtected(received[0], 'forward proxy JSON');
+      assertProtected(upstream.received[0].body, 'forward proxy JSON');
     } finally {
       await agent.close();
     }
@@ -207,11 +145,11 @@ describe('detection through every door (dpg serve, default manifest)', () => {
 
   it('dpg protect (CLI): JSON, XML, SQL and LIST from stdin', () => {
     for (const type of ['JSON', 'XML', 'SQL', 'LIST'] as const) {
-      const r = spawnSync(process.execPath, ['bin/dpg.js', 'protect', '--config', join(dir, 'gateway.yaml'), '-m', 'customer', '-j', 'Mask', '--type', type], {
+      const r = spawnSync(process.execPath, ['bin/dpg.js', 'protect', '--config', serve.configFile, '-m', 'customer', '-j', 'Mask', '--type', type], {
         cwd: ROOT,
         input: PAYLOADS[type].text,
         encoding: 'utf8',
-        env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'silent' },
+        env: { ...process.env, DPG_DATA_DIR: join(serve.dir, 'data'), DPG_LOG_LEVEL: 'silent' },
         timeout: 30_000,
       });
       assert.equal(r.status, 0, r.stderr);

@@ -19,6 +19,8 @@ import { startGrpcTestGateway, type GrpcTestGateway } from '../transport/grpc/ga
 
 const EMAIL = 'jane.doe@example.com';
 const CARD = '4111111111111111';
+/** A key that is no plain name but holds nothing detected: its field stays, its name is withheld. */
+const ODD = 'customer #1';
 /** What must never come back: the client's own names and values. */
 // '41111111' catches a partial card; a shorter fragment would match ports and durations in log lines.
 const SECRETS = [EMAIL, CARD, 'jane.doe', '41111111'];
@@ -78,13 +80,14 @@ describe('HTTP doors', () => {
   });
 
   test('/api/protect: failure locations use indexes and plain names only (class 9)', async () => {
-    const dataSet = `{"${EMAIL}": {"cardNumber": "12"}, "orders": [{"${CARD}": {"card_number": "1"}}]}`;
+    const dataSet = `{"${ODD}": {"cardNumber": "12"}, "${EMAIL}": {"cardNumber": "12"}, "orders": [{"${CARD}": {"card_number": "1"}}]}`;
     // preserveStringLength: short values keep failing (issue 12 pseudonymises them otherwise).
     const res = await protect(`{"manifestName":"customer","jobType":"Pseudonymise","preserveStringLength":true,"dataSet":${dataSet}}`);
     assert.equal(res.status, 422, res.text);
+    // Keys that are personal data go with their members (review finding 2, docs/detection.md).
     assert.deepEqual(
       res.json.errors.map((e: { location: string }) => e.location),
-      ['$[?].cardNumber', '$.orders[0][?].card_number'],
+      ['$[?].cardNumber', '$[?] (detected email)', '$.orders[0][?] (detected card)'],
     );
     assertNoSecrets('422 body', res.text);
     assertNoSecrets('logs', gw.logs.join(''));
@@ -147,7 +150,10 @@ describe('HTTP doors', () => {
     });
     const text = await failed.body.text();
     assert.equal(failed.statusCode, 422, text);
-    assert.deepEqual(JSON.parse(text).errors, [{ location: 'line 2, column cardNumber', reason: 'VALUE_TOO_SHORT_FOR_FPE' }]);
+    assert.deepEqual(JSON.parse(text).errors, [
+      { location: 'line 1, column ? (detected email)', reason: 'PERSONAL_DATA_IN_NAME' },
+      { location: 'line 2, column cardNumber', reason: 'VALUE_TOO_SHORT_FOR_FPE' },
+    ]);
     assertNoSecrets('logs', gw.logs.join(''));
   });
 });
@@ -182,8 +188,8 @@ describe('gRPC door', () => {
         client,
         {
           job_config: { configuration_name: 'customer', job_type: 'Pseudonymise', dataset_type: 'JSON', preserve_string_length: true },
-          labels: [EMAIL, 'cardNumber'],
-          rows: toRows([[`{"${EMAIL}": {"cardNumber": "12"}}`, '"12"']]),
+          labels: [ODD, 'cardNumber', EMAIL],
+          rows: toRows([[`{"${ODD}": {"cardNumber": "12"}, "${EMAIL}": 1}`, '"12"', '{}']]),
         },
         token,
       ),
@@ -191,14 +197,19 @@ describe('gRPC door', () => {
     assert.equal(failure.trailers['dpg-error-code'], 'VALUE_NOT_PROTECTABLE');
     assert.deepEqual(JSON.parse(failure.trailers['dpg-error-details']), [
       { location: '$[?].cardNumber', reason: 'VALUE_TOO_SHORT_FOR_FPE' },
+      { location: '$[?] (detected email)', reason: 'PERSONAL_DATA_IN_NAME' },
       { location: '$', reason: 'VALUE_TOO_SHORT_FOR_FPE' },
+      { location: 'row 0, column ? (detected email)', reason: 'PERSONAL_DATA_IN_NAME' },
     ]);
     const file = await expectFailure(
       protectValues(client, { job_config: { configuration_name: 'customer', job_type: 'Pseudonymise', preserve_string_length: true }, labels: ['ssn', ` ${CARD} `], rows: toRows([['1', 'x']]) }, token),
     );
-    assert.deepEqual(JSON.parse(file.trailers['dpg-error-details']), [{ location: 'row 0, column ssn', reason: 'VALUE_TOO_SHORT_FOR_FPE' }]);
+    assert.deepEqual(JSON.parse(file.trailers['dpg-error-details']), [
+      { location: 'row 0, column ssn', reason: 'VALUE_TOO_SHORT_FOR_FPE' },
+      { location: 'row 0, column ? (detected card)', reason: 'PERSONAL_DATA_IN_NAME' },
+    ]);
     const malformed = await expectFailure(
-      protectValues(client, { job_config: { configuration_name: 'customer', job_type: 'Mask', dataset_type: 'JSON' }, labels: [EMAIL], rows: toRows([[`{"${CARD}"`]]) }, token),
+      protectValues(client, { job_config: { configuration_name: 'customer', job_type: 'Mask', dataset_type: 'JSON' }, labels: [ODD], rows: toRows([[`{"${CARD}"`]]) }, token),
     );
     assert.match(malformed.details, /^Row 0, column \?: JSON does not parse at line 1, column \d+/);
     const unknown = await expectFailure(protectValues(client, { job_config: { configuration_name: EMAIL, job_type: 'Mask' }, labels: ['a'], rows: toRows([['x']]) }, token));
@@ -228,10 +239,11 @@ describe('CLI door', () => {
   });
 
   test('dpg protect names no client key in its errors (class 9)', () => {
-    const r = dpg(['protect', '--manifest', 'customer', '--job', 'Pseudonymise', '--preserve-length'], `{"${EMAIL}": {"cardNumber": "12"}}`);
+    const r = dpg(['protect', '--manifest', 'customer', '--job', 'Pseudonymise', '--preserve-length'], `{"${ODD}": {"cardNumber": "12"}, "${EMAIL}": 1}`);
     assert.notEqual(r.status, 0);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /\$\[\?\]\.cardNumber/);
+    assert.match(r.stderr, /\$\[\?\] \(detected email\): PERSONAL_DATA_IN_NAME/);
     assertNoSecrets('stderr', r.stderr);
   });
 });

@@ -10,7 +10,7 @@ import { DpgError } from '../../core/errors.ts';
 import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
-import { protectJsonText } from './protect-text.ts';
+import { protectEmbeddedJson, protectJsonText } from './protect-text.ts';
 
 export interface JsonLimits {
   /** Deepest nesting accepted. */
@@ -55,7 +55,11 @@ class JsonWalker {
     // Values under no key at all (a scalar document, array elements outside objects) get the
     // content-detection action, if the plan has one.
     const loose = inherited ?? this.resolver.contentAction?.();
-    if (root === null || typeof root !== 'object') return loose ? loose.apply(root as Scalar, '$') : root;
+    if (root === null || typeof root !== 'object') {
+      if (loose === undefined) return root;
+      const embedded = loose.byContent === true && typeof root === 'string' ? protectEmbeddedJson(root, this.resolver, this.limits.maxDepth, () => []) : undefined;
+      return embedded ?? loose.apply(root as Scalar, '$');
+    }
     this.visit(root as object, inherited, 1, loose);
     return root;
   }
@@ -86,7 +90,10 @@ class JsonWalker {
           trail.push(i);
           this.visit(v, inherited, depth + 1, loose);
           trail.pop();
-        } else if (action) node[i] = action.apply(v as Scalar, () => this.locationTo(i));
+        } else if (action) {
+          const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, i]) : undefined;
+          node[i] = embedded ?? action.apply(v as Scalar, () => this.locationTo(i));
+        }
       }
       return;
     }
@@ -102,7 +109,7 @@ class JsonWalker {
         }
         continue;
       }
-      if (action.removes(v)) {
+      if (action.removes(v, () => this.locationTo(key))) {
         delete obj[key];
         continue;
       }
@@ -111,7 +118,9 @@ class JsonWalker {
         this.visit(v, action, depth + 1);
         trail.pop();
       } else {
-        const out = action.apply(v as Scalar, () => this.locationTo(key));
+        // An unclaimed string holding a JSON document is protected as one (protect-text.ts).
+        const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, key]) : undefined;
+        const out = embedded ?? action.apply(v as Scalar, () => this.locationTo(key));
         if (out !== v) setOwn(obj, key, out);
       }
     }

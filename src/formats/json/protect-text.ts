@@ -3,10 +3,11 @@
 // byte (big integers, key order, spacing, escapes, duplicate keys) is copied as it was. Nothing is
 // parsed into objects, so `__proto__` is just a key and the document is never re-serialised.
 
+import { DpgError } from '../../core/errors.ts';
 import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type FieldAction, type FieldResolver } from '../codec.ts';
-import { encodeScalar, JsonText, ScalarKind, type JsonTextLimits } from './text.ts';
+import { checkJsonText, encodeScalar, JsonText, type JsonTextLimits } from './text.ts';
 
 const enum C {
   Quote = 34,
@@ -34,20 +35,30 @@ function locationStep(key: string): string {
 class TextProtector {
   private readonly text: string;
   private readonly usesPaths: boolean;
-  /** Keys and indexes from the root to the container being read. */
-  private readonly trail: (string | number)[] = [];
-  private readonly chunks: string[] = [];
-  private copiedUpTo = 0;
+  /** Keys and indexes from the root to the container being read (for an embedded document, from the outer root). */
+  private readonly trail: (string | number)[];
+  /**
+   * Replacements in document order, flat (no object per edit: this is the hot path): edit k replaces
+   * [editSpans[2k], editSpans[2k + 1]) of the text by editTexts[k].
+   */
+  readonly editSpans: number[] = [];
+  readonly editTexts: string[] = [];
+  /** The member being read, for `memberLocation` (one function for all members, no closure each). */
+  private memberKey = '';
+  private readonly memberLocation = (): string => this.locationTo(this.memberKey);
 
   constructor(
     private readonly reader: JsonText,
     private readonly resolver: FieldResolver,
+    trail: readonly (string | number)[] = [],
   ) {
     this.text = reader.text;
     this.usesPaths = resolver.usesPaths;
+    this.trail = trail.slice();
   }
 
-  run(inherited: FieldAction | undefined): string {
+  /** Reads and protects the document; the edits are in `editSpans` and `editTexts`. */
+  protect(inherited: FieldAction | undefined): void {
     const reader = this.reader;
     const p = reader.start();
     const c = this.text.charCodeAt(p);
@@ -59,17 +70,29 @@ class TextProtector {
     else if (c === C.LBracket) end = this.array(p, 1, inherited, loose);
     else {
       end = reader.scalarEnd(p);
-      if (loose !== undefined) this.applyScalar(loose, p, end, reader.scalarValue(p, end), undefined);
+      if (loose !== undefined) this.applyScalar(loose, p, end, reader.scalarValue(p, end), undefined, 0);
     }
     reader.end(end);
-    if (this.chunks.length === 0) return this.text;
-    this.chunks.push(this.text.slice(this.copiedUpTo));
-    return this.chunks.join('');
+  }
+
+  /** The protected text: the original with the edits applied (the same string when there are none). */
+  output(): string {
+    const texts = this.editTexts;
+    if (texts.length === 0) return this.text;
+    const spans = this.editSpans;
+    const parts: string[] = [];
+    let at = 0;
+    for (let k = 0; k < texts.length; k++) {
+      parts.push(this.text.slice(at, spans[2 * k]), texts[k]);
+      at = spans[2 * k + 1];
+    }
+    parts.push(this.text.slice(at));
+    return parts.join('');
   }
 
   private edit(start: number, end: number, replacement: string): void {
-    this.chunks.push(this.text.slice(this.copiedUpTo, start), replacement);
-    this.copiedUpTo = end;
+    this.editSpans.push(start, end);
+    this.editTexts.push(replacement);
   }
 
   private pathTo(last: string): string {
@@ -85,12 +108,38 @@ class TextProtector {
     return p + (typeof last === 'number' ? `[${last}]` : locationStep(last));
   }
 
-  private applyScalar(action: FieldAction, start: number, end: number, value: Scalar, last: string | number | undefined): void {
+  private applyScalar(action: FieldAction, start: number, end: number, value: Scalar, last: string | number | undefined, depth: number): void {
     // A number handed over as its text (a big integer) is written back as a number if it still is one.
     const numberAsText = typeof value === 'string' && this.text.charCodeAt(start) !== C.Quote;
+    if (action.byContent === true && typeof value === 'string' && !numberAsText && this.embedded(start, value, last, depth)) return;
     const out = action.apply(value, () => this.locationTo(last));
     if (Object.is(out, value)) return;
     this.edit(start, end, encodeScalar(out, numberAsText));
+  }
+
+  /**
+   * An unclaimed string that is itself a JSON object or array (`"{\"name\":\"Jane\"}"`, a
+   * document carried as a string) is protected as a document with the same rules, below the
+   * string's own path; its edits are written into the string, escaped, every other byte kept.
+   * False when the string is not such a document: it is then scanned as text.
+   */
+  private embedded(start: number, value: string, last: string | number | undefined, depth: number): boolean {
+    if (!looksLikeDocument(value)) return false; // nearly every string: nothing built before this test
+    const inner = embeddedProtector(value, this.resolver, this.reader.limits.maxDepth - depth, last === undefined ? this.trail : [...this.trail, last]);
+    if (inner === undefined) return false;
+    // Inner offsets count decoded characters; the string token has escapes (`\"` is one character).
+    const text = this.text;
+    let raw = start + 1;
+    let decoded = 0;
+    const toRaw = (target: number): number => {
+      for (; decoded < target; decoded++) raw += text.charCodeAt(raw) !== 92 ? 1 : text.charCodeAt(raw + 1) === 117 ? 6 : 2;
+      return raw;
+    };
+    for (let k = 0; k < inner.editTexts.length; k++) {
+      const from = toRaw(inner.editSpans[2 * k]);
+      this.edit(from, toRaw(inner.editSpans[2 * k + 1]), JSON.stringify(inner.editTexts[k]).slice(1, -1));
+    }
+    return true;
   }
 
   /** `loose`: the action for scalars of arrays reached without passing a key (see run). */
@@ -120,7 +169,8 @@ class TextProtector {
       let valueEnd: number;
       let removed = false;
       if (isContainer) {
-        if (action !== undefined && action.removes(CONTAINER)) {
+        this.memberKey = key;
+        if (action !== undefined && action.removes(CONTAINER, this.memberLocation)) {
           removed = true;
           valueEnd = reader.skipValue(valueStart, depth);
         } else {
@@ -133,10 +183,11 @@ class TextProtector {
         valueEnd = reader.scalarEnd(valueStart);
         if (action !== undefined) {
           const value = reader.scalarValue(valueStart, valueEnd);
-          if (action.removes(value)) removed = true;
+          this.memberKey = key;
+          if (action.removes(value, this.memberLocation)) removed = true;
           else {
             if (runStart >= 0) runStart = this.cutRun(runStart, keyStart);
-            this.applyScalar(action, valueStart, valueEnd, value, key);
+            this.applyScalar(action, valueStart, valueEnd, value, key, depth);
           }
         } else if (runStart >= 0) runStart = this.cutRun(runStart, keyStart);
       }
@@ -176,7 +227,7 @@ class TextProtector {
         this.trail.pop();
       } else {
         end = reader.scalarEnd(q);
-        if (action !== undefined) this.applyScalar(action, q, end, reader.scalarValue(q, end), i);
+        if (action !== undefined) this.applyScalar(action, q, end, reader.scalarValue(q, end), i, depth);
       }
       q = reader.separator(end, C.RBracket);
       if (q < 0) return ~q;
@@ -196,5 +247,47 @@ export function protectJsonText(
   inherited?: FieldAction,
   what = 'JSON',
 ): string {
-  return new TextProtector(new JsonText(text, limits, what), resolver).run(inherited);
+  const protector = new TextProtector(new JsonText(text, limits, what), resolver);
+  protector.protect(inherited);
+  return protector.output();
+}
+
+/** `{…}` or `[…]` around optional white space: worth a strict parse as a document. */
+function looksLikeDocument(value: string): boolean {
+  let i = 0;
+  let j = value.length - 1;
+  while (i < j && value.charCodeAt(i) <= 32) i++;
+  const first = value.charCodeAt(i);
+  if (first !== C.LBrace && first !== C.LBracket) return false;
+  while (j > i && value.charCodeAt(j) <= 32) j--;
+  return value.charCodeAt(j) === (first === C.LBrace ? C.RBrace : C.RBracket);
+}
+
+/**
+ * The protector of a string that is a JSON object or array within `maxDepth` levels, protected
+ * below `trail`; undefined when it is not one (nothing has been protected then).
+ */
+function embeddedProtector(value: string, resolver: FieldResolver, maxDepth: number, trail: readonly (string | number)[]): TextProtector | undefined {
+  if (maxDepth < 1 || !looksLikeDocument(value)) return undefined;
+  const limits = { maxDepth };
+  // Checked whole first: a string that only looks like a document must leave no trace (counts,
+  // failures) before it turns out to be text.
+  try {
+    checkJsonText(value, limits);
+  } catch (err) {
+    if (err instanceof DpgError) return undefined;
+    throw err;
+  }
+  const inner = new TextProtector(new JsonText(value, limits), resolver, trail);
+  inner.protect(undefined);
+  return inner;
+}
+
+/**
+ * For the parsed-value walker (codec.ts): a string that is itself a JSON object or array,
+ * protected as a document below `trail` (see TextProtector.embedded); undefined when it is not one.
+ */
+export function protectEmbeddedJson(value: string, resolver: FieldResolver, maxDepth: number, trail: () => readonly (string | number)[]): string | undefined {
+  if (!looksLikeDocument(value)) return undefined;
+  return embeddedProtector(value, resolver, maxDepth, trail())?.output();
 }

@@ -93,7 +93,7 @@ export class ListProtector implements CsvRecordSink {
       return;
     }
     if (this.width < 0) {
-      this.startTable(fields, terminated);
+      this.startTable(fields, line, terminated);
       return;
     }
     if (fields.length !== this.width) {
@@ -109,7 +109,7 @@ export class ListProtector implements CsvRecordSink {
     if (this.batch.length >= this.batchRows) this.flushBatch();
   }
 
-  private startTable(header: string[], terminated: boolean): void {
+  private startTable(header: string[], line: number, terminated: boolean): void {
     const layout = this.tokenizer.layout;
     this.delimiter = layout?.delimiter ?? ',';
     this.eol = layout?.eol ?? '\n';
@@ -125,7 +125,8 @@ export class ListProtector implements CsvRecordSink {
         action = this.resolver.resolve(name, usesPaths ? name : undefined);
         cache.set(name, action);
       }
-      if (action !== undefined && action.removes(COLUMN_REMOVAL_PROBE)) continue;
+      // A header may itself be personal data (a card number as a label): the action then removes the column.
+      if (action !== undefined && action.removes(COLUMN_REMOVAL_PROBE, () => `line ${line}, column ${safeName(name)}`)) continue;
       this.keptColumns.push(index);
       if (action !== undefined) this.protectedColumns.push({ index, name, action });
     }

@@ -7,7 +7,7 @@ import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
 import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './scanner.ts';
-import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type LeafContent } from './text.ts';
+import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type ContentPiece, type LeafContent } from './text.ts';
 
 export interface XmlCodecOptions {
   /** Deepest element nesting accepted (root = 1); deeper documents are MALFORMED_DATA_SET. Default 256. */
@@ -44,6 +44,8 @@ interface PendingAttribute {
 }
 
 const NOTHING = null;
+const CDATA_OPEN = '<![CDATA[';
+const CDATA_CLOSE = ']]>';
 
 /**
  * What `removes` is asked about an element with child elements: never empty, like a JSON object
@@ -133,7 +135,7 @@ class XmlProtector implements XmlEvents {
     const action = this.effective[level];
     let start = this.runStart[level];
     if (start < 0) {
-      if (action !== undefined && action.removes(CHILD_ELEMENTS)) {
+      if (action !== undefined && action.removes(CHILD_ELEMENTS, this.locationOf(parent))) {
         this.pending.length = 0;
         this.pendingOwner = NOTHING;
         this.removingLevel = level;
@@ -204,13 +206,17 @@ class XmlProtector implements XmlEvents {
     const content = element.selfClosing
       ? { value: '', start: endStart, end: endStart, cdata: false }
       : readLeafContent(input, element.contentStart, endStart);
-    if (action.removes(content.value)) {
+    if (action.removes(content.value, this.locationOf(element))) {
       this.pending.length = 0;
       this.pendingOwner = NOTHING;
       this.edit(removalStart(input, element), endEnd, '');
       return;
     }
     if (this.pendingOwner !== null) this.flushAttributes();
+    if (content.pieces !== undefined) {
+      this.protectPieces(content.pieces, content.value, action, this.locationOf(element));
+      return;
+    }
     const replacement = asText(action.apply(content.value, this.locationOf(element)));
     if (replacement === content.value) return;
     if (element.selfClosing) {
@@ -229,8 +235,38 @@ class XmlProtector implements XmlEvents {
   private protectTextRun(element: ElementFrame, action: FieldAction, start: number, end: number): void {
     const content = readLeafContent(this.input, start, end);
     if (isBlank(content.value)) return;
+    if (content.pieces !== undefined) {
+      this.protectPieces(content.pieces, content.value, action, this.locationOf(element));
+      return;
+    }
     const replacement = asText(action.apply(content.value, this.locationOf(element)));
     if (replacement !== content.value) this.writeContent(content, replacement);
+  }
+
+  /**
+   * A value split by comments, processing instructions or CDATA sections. Every piece is written
+   * back in its own place, so the markup stays as it was (never dropped, never moved). Detection
+   * looks at each piece alone and at the joined text (applyPieces); any other rule protects the
+   * joined value — what ElementTree reads — and writes it into the first piece, emptying the
+   * others, so a reader of the first text node (minidom) sees the protected value too.
+   */
+  private protectPieces(pieces: readonly ContentPiece[], joined: string, action: FieldAction, location: string | (() => string)): void {
+    let values: readonly string[];
+    if (action.applyPieces !== undefined) values = action.applyPieces(pieces.map((piece) => piece.value), location);
+    else {
+      const replacement = asText(action.apply(joined, location));
+      if (replacement === joined) return;
+      values = pieces.map((_, i) => (i === 0 ? replacement : ''));
+    }
+    for (let i = 0; i < pieces.length; i++) {
+      const piece = pieces[i];
+      const value = values[i];
+      if (value === piece.value) continue;
+      if (!piece.cdata) this.edit(piece.start, piece.end, escapeText(value));
+      else if (!value.includes(']]>') && !value.includes('\r')) this.edit(piece.start, piece.end, value);
+      // CDATA cannot hold these: the section becomes escaped text (a reader sees the same value).
+      else this.edit(piece.start - CDATA_OPEN.length, piece.end + CDATA_CLOSE.length, escapeText(value));
+    }
   }
 
   private writeContent(content: LeafContent, replacement: string): void {
@@ -245,7 +281,7 @@ class XmlProtector implements XmlEvents {
   private flushAttributes(): void {
     const input = this.input;
     for (const attribute of this.pending) {
-      if (attribute.action.removes(attribute.value)) {
+      if (attribute.action.removes(attribute.value, attribute.location)) {
         this.edit(attribute.leadStart, attribute.valueEnd + 1, '');
         continue;
       }

@@ -81,6 +81,16 @@ function normaliseLineEnds(raw: string): string {
   return raw.indexOf('\r') === -1 ? raw : raw.replace(/\r\n?/g, '\n');
 }
 
+/** One piece of character data between markup: a text run or a CDATA section. */
+export interface ContentPiece {
+  /** Decoded value (references decoded, line ends normalised). */
+  readonly value: string;
+  /** The span its value occupies: the raw text run, or the inside of the CDATA section. */
+  readonly start: number;
+  readonly end: number;
+  readonly cdata: boolean;
+}
+
 /** The value of a leaf element and the span of the original text it occupies. */
 export interface LeafContent {
   /** Decoded value: text with references decoded plus CDATA content; comments and PIs skipped. */
@@ -90,6 +100,13 @@ export interface LeafContent {
   readonly end: number;
   /** The span holds a CDATA section: a replacement is written as CDATA when it safely can be. */
   readonly cdata: boolean;
+  /**
+   * When comments, processing instructions or CDATA sections split the value: its pieces in order
+   * (text runs and CDATA contents; the markup between them is not part of any). Readers differ on
+   * what the value is — DOM and SAX readers see each piece, ElementTree the joined text — so a
+   * replacement is written piece by piece and the markup stays where it was.
+   */
+  readonly pieces?: readonly ContentPiece[];
 }
 
 /**
@@ -105,17 +122,15 @@ export function readLeafContent(input: string, start: number, end: number): Leaf
   let lt = input.indexOf('<', s);
   if (lt === -1 || lt >= e) return { value: decodeCharacterData(input.slice(s, e), false), start: s, end: e, cdata: false };
 
-  let value = '';
-  let cdata = false;
+  const pieces: ContentPiece[] = [];
   let p = s;
   while (p < e) {
     if (lt === -1 || lt > e) lt = e;
-    if (lt > p) value += decodeCharacterData(input.slice(p, lt), false);
+    if (lt > p) pieces.push({ value: decodeCharacterData(input.slice(p, lt), false), start: p, end: lt, cdata: false });
     if (lt >= e) break;
     if (input.startsWith('<![CDATA[', lt)) {
       const close = input.indexOf(']]>', lt + 9);
-      value += normaliseLineEnds(input.slice(lt + 9, close));
-      cdata = true;
+      pieces.push({ value: normaliseLineEnds(input.slice(lt + 9, close)), start: lt + 9, end: close, cdata: true });
       p = close + 3;
     } else if (input.startsWith('<!--', lt)) {
       p = input.indexOf('-->', lt + 4) + 3;
@@ -124,5 +139,10 @@ export function readLeafContent(input: string, start: number, end: number): Leaf
     }
     lt = input.indexOf('<', p);
   }
-  return { value, start: s, end: e, cdata };
+  let value = '';
+  for (const piece of pieces) value += piece.value;
+  const cdata = pieces.some((piece) => piece.cdata);
+  // A lone CDATA section (`<a><![CDATA[…]]></a>`) is one value written one way: no pieces needed.
+  if (pieces.length === 1 && e - s === pieces[0].end - pieces[0].start + 12) return { value, start: s, end: e, cdata };
+  return { value, start: s, end: e, cdata, pieces };
 }

@@ -28,12 +28,22 @@ function mod97(text: string): number {
 }
 
 /**
+ * Spaces between the print groups: a plain space, or the no-break and typographic spaces text
+ * detection also accepts there (docs/detection.md), so a detected IBAN can be pseudonymised.
+ */
+const SPACES = /[ \u00a0\u2000-\u200a\u202f\u205f\u3000]/g;
+
+function isSpace(ch: string): boolean {
+  return ch === ' ' || (ch > '\u007f' && /^[\u00a0\u2000-\u200a\u202f\u205f\u3000]$/.test(ch));
+}
+
+/**
  * ISO 13616: structure, mod-97 check, and check digits 02-98. 00, 01 and 99 pass the mod-97 test
  * but are never issued, and are not what the check-digit rule computes: accepting `99` next to the
  * `02` it stands for would give two inputs one pseudonym that Reconstruct could not tell apart.
  */
 export function isValidIban(value: string): boolean {
-  const compact = value.replaceAll(' ', '');
+  const compact = value.replace(SPACES, '');
   if (!COMPACT_IBAN.test(compact)) return false;
   const check = Number(compact.slice(2, 4));
   return check >= 2 && check <= 98 && mod97(compact.slice(4) + compact.slice(0, 4)) === 1;
@@ -41,13 +51,13 @@ export function isValidIban(value: string): boolean {
 
 /** The IBAN with its check digits (third and fourth non-space characters) recomputed. */
 function withCheckDigits(value: string): string {
-  const compact = value.replaceAll(' ', '');
+  const compact = value.replace(SPACES, '');
   const check = String(98 - mod97(`${compact.slice(4)}${compact.slice(0, 2)}00`)).padStart(2, '0');
   let out = '';
   let seen = 0;
   for (let i = 0; i < value.length; i++) {
     const ch = value[i];
-    if (ch === ' ') {
+    if (isSpace(ch)) {
       out += ch;
       continue;
     }
@@ -75,10 +85,10 @@ export const fpeIbanTechnique: Technique<IbanOptions> = {
         plan(value, tweaks, short) {
           if (typeof value === 'number') throw new ValueError(UNSUPPORTED_TYPE);
           if (typeof value !== 'string') throw new ValueError(TOO_SHORT);
-          if (!isValidIban(value) || value.startsWith(' ') || value.endsWith(' ')) throw new ValueError(INVALID_IBAN);
+          if (!isValidIban(value) || isSpace(value[0]) || isSpace(value[value.length - 1])) throw new ValueError(INVALID_IBAN);
           // The BBAN starts after the fourth compact character (country code and check digits).
           let bbanStart = 0;
-          for (let seen = 0; seen < 4; bbanStart++) if (value[bbanStart] !== ' ') seen++;
+          for (let seen = 0; seen < 4; bbanStart++) if (!isSpace(value[bbanStart])) seen++;
           return symbolsJob({ text: value, start: bbanStart, end: value.length, digits: true, letters: true }, tweaks, withCheckDigits, short);
         },
         explain: () => 'country kept, BBAN=digits+letters, mod-97 check digits recomputed',

@@ -11,6 +11,7 @@ import type { Metrics } from '../../core/metrics.ts';
 import type { JobSpec } from '../../core/types.ts';
 import type { LimitsConfig } from '../../config/types.ts';
 import type { CellType, Engine } from '../../engine/types.ts';
+import { acceptedRequestId, REQUEST_ID_PATTERN } from '../../engine/request-id.ts';
 import type { Identity } from '../../identity/types.ts';
 import { bearerToken } from './bearer.ts';
 import { parseGrpcJob } from './job-config.ts';
@@ -26,17 +27,15 @@ export interface ProtectValuesDeps {
   readonly limits: LimitsConfig;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * The call's request id: `request_id` when valid, else an `x-request-id` metadata entry when valid,
- * else a fresh UUID. (An invalid non-empty `request_id` is still rejected by the job parser.)
+ * The call's request id: `request_id` when acceptable, else an `x-request-id` metadata entry when
+ * acceptable, else a fresh UUID. Acceptable: well formed and holding no personal data the content
+ * scanner finds (engine/request-id.ts). (A malformed non-empty `request_id` is still rejected by
+ * the job parser.)
  */
 export function pickRequestId(fromMessage: string, metadata: Metadata): string {
-  if (REQUEST_ID.test(fromMessage)) return fromMessage;
-  const fromMetadata = metadata.get(REQUEST_ID_KEY)[0];
-  if (typeof fromMetadata === 'string' && REQUEST_ID.test(fromMetadata)) return fromMetadata;
-  return randomUUID();
+  return acceptedRequestId(fromMessage) ?? acceptedRequestId(metadata.get(REQUEST_ID_KEY)[0]) ?? randomUUID();
 }
 
 /**
@@ -120,7 +119,9 @@ async function serve(
     if (msg.tooManyRows === true) {
       throw new DpgError('PAYLOAD_TOO_LARGE', `More than ${deps.limits.maxRows} rows in one request (limits.maxRows)`);
     }
-    const parsed = parseGrpcJob(msg.job_config ?? emptyJobConfig(), msg.request_id !== '' ? msg.request_id : requestId);
+    // The job carries the id the call uses; a malformed one still goes to the parser to be refused.
+    const idForJob = msg.request_id !== '' && !REQUEST_ID_PATTERN.test(msg.request_id) ? msg.request_id : requestId;
+    const parsed = parseGrpcJob(msg.job_config ?? emptyJobConfig(), idForJob);
     job = parsed.job;
     cellType = parsed.cellType;
     deps.identity.authorize(principal, job);

@@ -1,15 +1,10 @@
-// Request ids: the client's own when it is a sane token, else a fresh UUID.
+// Request ids: the client's own when it is a sane token holding no personal data, else a fresh UUID
+// (engine/request-id.ts decides for every door).
 
 import type { IncomingMessage } from 'node:http';
+import { acceptedRequestId } from '../../engine/request-id.ts';
 
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-export function isValidRequestId(id: unknown): id is string {
-  return typeof id === 'string' && REQUEST_ID.test(id);
-}
-
-/** X-Request-Id (or Request-Id) when valid; a bad header is ignored (a fresh id is used), not an error. */
+/** X-Request-Id (or Request-Id) when acceptable; a bad header is ignored (a fresh id is used), not an error. */
 export function clientRequestIdFrom(req: IncomingMessage): string | undefined {
-  const header = req.headers['x-request-id'] ?? req.headers['request-id'];
-  return isValidRequestId(header) ? header : undefined;
+  return acceptedRequestId(req.headers['x-request-id'] ?? req.headers['request-id']);
 }

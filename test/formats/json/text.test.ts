@@ -177,7 +177,8 @@ describe('JSON text: strict reading', () => {
 
 describe('JSON values the caller parsed (DocumentCodec contract)', () => {
   it('are still protected in place, with the same withheld keys in failure locations', () => {
-    const value = JSON.parse('{"jane.doe@example.com":{"cardNumber":"12"},"ok":{"cardNumber":"4111 1111 1111 1111"}}') as Record<string, unknown>;
+    // A key that is not a plain name (a key that is itself personal data is removed: detection-names.test.ts).
+    const value = JSON.parse('{"customer #1":{"cardNumber":"12"},"ok":{"cardNumber":"4111 1111 1111 1111"}}') as Record<string, unknown>;
     assert.throws(
       // preserveStringLength: short values keep failing (issue 12 pseudonymises them otherwise).
       () => engine.protectDocument(job('customer', 'Pseudonymise', { preserveStringLength: true }), value),

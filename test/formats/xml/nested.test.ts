@@ -61,9 +61,9 @@ describe('xmlCodec: a matched element with child elements', () => {
     assert.deepEqual(seen.map((s) => s.location), ['/p/name', '/p/name/b', '/p/name', '/p/name/i']);
   });
 
-  it('reads a text run with comments inside as one value, as for a leaf', () => {
+  it('reads a text run with comments inside as one value, as for a leaf; the comments stay', () => {
     const xml = '<name>Ja<!-- c -->ne<x/>  <!-- only a comment --> <y/></name>';
-    assert.equal(protect(xml, resolverOf({ name: action('m') })), '<name>m(Jane)<x>m()</x>  <!-- only a comment --> <y>m()</y></name>');
+    assert.equal(protect(xml, resolverOf({ name: action('m') })), '<name>m(Jane)<!-- c --><x>m()</x>  <!-- only a comment --> <y>m()</y></name>');
   });
 
   it('protects attributes of the matched element and of its descendants (fail closed)', () => {

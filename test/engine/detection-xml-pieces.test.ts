@@ -1,0 +1,88 @@
+// Review finding 7: XML text split by comments, processing instructions or CDATA was scanned only
+// joined, and rewritten joined. `<notes>4111111111111111<!---->1</notes>` stayed in clear (minidom's
+// first text node and a SAX reader see the card alone), and a rewrite dropped the comments and merged
+// the text (the document changed). Now each piece is scanned alone and joined, every piece is written
+// back in its own place, and comments, PIs and CDATA sections stay where they were.
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { DpgError } from '../../src/core/errors.ts';
+import type { JobType, RequestContext } from '../../src/core/types.ts';
+import { testEngine, job } from '../helpers/engine.ts';
+import { rng } from '../helpers/rng.ts';
+
+const engine = testEngine();
+const xml = (jobType: JobType, text: string, context: Partial<RequestContext> = {}): string =>
+  engine.protectDocument(job('customer', jobType, context, 'XML'), text).dataSet as string;
+
+/** The markup of a document in order: tags, comments, PIs, CDATA openers and closers. */
+const markup = (text: string): string[] => text.match(/<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!\[CDATA\[|\]\]>|<\/?[A-Za-z][^>]*>/g) ?? [];
+
+/** The text pieces of `<notes>`: what a DOM or SAX reader sees node by node, and the joined text. */
+function readings(doc: string): string[] {
+  const content = /<notes>([\s\S]*)<\/notes>/.exec(doc)![1];
+  const pieces = content.split(/<!--[\s\S]*?-->|<\?[\s\S]*?\?>|<!\[CDATA\[|\]\]>/);
+  return [...pieces, pieces.join('')];
+}
+
+describe('XML text split by markup: every reading protected (finding 7)', () => {
+  const CASES: [string, string, string][] = [
+    ['the review example: a card alone in the first piece', '<c><notes>4111111111111111<!---->1</notes></c>', '<c><notes>************1111<!---->1</notes></c>'],
+    [
+      // The phone is found in its piece, the address in the joined text (`jane@example.comx`, what
+      // ElementTree reads): protected whole where it starts; the comments stay in place.
+      'the review example: a phone in a piece, an address across a comment',
+      '<c><notes>call 415-555-0132<!---->9 or jane@example.com<!---->x</notes></c>',
+      '<c><notes>call ***-***-0132<!---->9 or j***@example.comx<!----></notes></c>',
+    ],
+    ['a card only the joined text holds, protected in the piece where it starts', '<c><notes>card 4111 1111 <!-- split -->1111 1111 ok</notes></c>', '<c><notes>card **** **** **** 1111<!-- split --> ok</notes></c>'],
+    ['CDATA sections and processing instructions stay', '<c><notes>a<![CDATA[4111111111111111]]>b<?pi x?> 415-555-0132</notes></c>', '<c><notes>a<![CDATA[************1111]]>b<?pi x?> ***-***-0132</notes></c>'],
+    ['text runs of an element with child elements', '<c><notes>x <b>y</b> 4111111<!---->111111111</notes></c>', '<c><notes>x <b>y</b> ************1111<!----></notes></c>'],
+    // A named field (no detection): the joined value goes into the first piece, the markup stays.
+    ['a named field split by a comment', '<c><cardNumber>4111<!---->111111111111</cardNumber></c>', '<c><cardNumber>************1111<!----></cardNumber></c>'],
+    ['a named field split by a PI', '<c><name>Jane<?x?> Doe</name></c>', '<c><name>J*** D**<?x?></name></c>'],
+    ['a named field split by CDATA', '<c><cardNumber><![CDATA[4111]]>111111111111</cardNumber></c>', '<c><cardNumber><![CDATA[************1111]]></cardNumber></c>'],
+  ];
+  for (const [what, doc, masked] of CASES) {
+    it(`Mask: ${what}`, () => assert.equal(xml('Mask', doc), masked));
+  }
+
+  it('Pseudonymise/Reconstruct and Encrypt/Decrypt: values inside one piece come back byte for byte', () => {
+    for (const doc of ['<c><notes>4111111111111111<!---->1</notes></c>', '<c><notes>a<![CDATA[4111111111111111]]>b<?pi x?> 415-555-0132</notes></c>']) {
+      const p = xml('Pseudonymise', doc);
+      assert.ok(!p.includes('4111111111111111') && !p.includes('415-555-0132'));
+      assert.equal(xml('Reconstruct', p), doc);
+      const e = xml('Encrypt', doc);
+      assert.deepEqual(markup(e), markup(doc));
+      assert.equal(xml('Decrypt', e), doc);
+    }
+  });
+
+  it('a failing value fails whole; in silent mode the stand-in goes into the first piece, the markup stays', () => {
+    const doc = '<c><notes>enc:v1:gcm:default:2:AAAA<!-- c -->x</notes></c>';
+    assert.throws(
+      () => xml('Decrypt', doc),
+      (err: unknown) => err instanceof DpgError && err.errors![0].location === '/c/notes (detected token)',
+    );
+    assert.equal(xml('Decrypt', doc, { silentMode: true, useRestrictedText: true, restrictedText: 'WITHHELD' }), '<c><notes>WITHHELD<!-- c --></notes></c>');
+  });
+
+  it('random documents: markup unchanged, no reading holds a value in clear', () => {
+    const r = rng(11);
+    const VALUES = ['4111111111111111', '4111 1111 1111 1111', '415-555-0132', 'jane@example.com', '123-45-6789', 'DE89370400440532013000'];
+    const MARKUP = ['<!---->', '<!-- c -->', '<?pi x?>'];
+    for (let round = 0; round < 300; round++) {
+      // A value, whole or cut in two by markup, among words and other markup.
+      const value = VALUES[Math.floor(r() * VALUES.length)];
+      const cut = 1 + Math.floor(r() * (value.length - 1));
+      const split = r() < 0.5;
+      const mark = () => MARKUP[Math.floor(r() * MARKUP.length)];
+      const inner = split ? `${value.slice(0, cut)}${mark()}${value.slice(cut)}` : value;
+      const cdata = r() < 0.3;
+      const doc = `<c><notes>note ${r() < 0.5 ? mark() : ''}${cdata && !split ? `<![CDATA[${inner}]]>` : inner} ok${r() < 0.5 ? mark() : ''} end</notes></c>`;
+      const out = xml('Mask', doc);
+      assert.deepEqual(markup(out), markup(doc), doc);
+      for (const reading of readings(out)) assert.ok(!reading.includes(value), `${doc} → ${out}`);
+    }
+  });
+});
