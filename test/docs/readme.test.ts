@@ -59,7 +59,8 @@ const env = { ...process.env, DPG_DATA_DIR: join(scratch, 'data'), DPG_LOG_LEVEL
 
 /** The README's command with its example files and /tmp paths moved into the scratch directory. */
 function localise(command: string, replacements: Record<string, string> = {}): string {
-  let c = command.replaceAll('npx dpg ', `node ${BIN} `).replaceAll('/tmp/', `${scratch}/`);
+  // /tmp/ first: the clone itself may live under /tmp (CI's fresh clone does), and BIN must stay as it is.
+  let c = command.replaceAll('/tmp/', `${scratch}/`).replaceAll('npx dpg ', `node ${BIN} `);
   for (const name of ['customer.xml', 'script.sql', 'customers.csv', 'customers-p.csv', 'customers-protected.csv']) {
     c = c.replace(new RegExp(`(^|[\\s=@])${name.replace('.', '\\.')}\\b`, 'g'), `$1${join(scratch, name)}`);
   }
