@@ -41,11 +41,38 @@ export interface Command {
 /** Wrong flags or arguments: printed with a pointer to the help, exit code 2. */
 export class UsageError extends Error {}
 
+/** An argument that is a negative number (`-1`, `-5`, `-1e3x`): no flag's name starts with a digit. */
+const NEGATIVE_NUMBER = /^-\d/;
+
+/**
+ * `--flag -1` and `-w -1` as `--flag=-1`: parseArgs refuses a separate value starting with a dash
+ * as ambiguous, which would hide the flag's own message (its accepted range) behind node's. Only
+ * a value flag followed by a negative number is joined; everything after `--` stays as it is.
+ */
+function joinNegativeValues(args: readonly string[], options: FlagSpec): string[] {
+  const byShort = new Map(Object.entries(options).flatMap(([name, o]) => (o.short ? [[o.short, name] as const] : [])));
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      out.push(...args.slice(i));
+      break;
+    }
+    const name = arg.startsWith('--') ? arg.slice(2) : /^-[^-]$/.test(arg) ? byShort.get(arg[1]!) : undefined;
+    const next = args[i + 1];
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      out.push(`--${name}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
 /** Strict flag parsing; an unknown or malformed flag is a UsageError naming it. */
 export function parseFlags<T extends FlagSpec>(args: readonly string[], options: T) {
   try {
     // parseArgs ignores the help fields (value, help) of each option.
-    return parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    return parseArgs({ args: joinNegativeValues(args, options), options, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.split('\n')[0]);
   }

@@ -67,6 +67,12 @@ interface ListenerState {
   listening: boolean;
 }
 
+/** Whether a failed dial (or accept) failed for want of a file descriptor. */
+export function isDescriptorShortage(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === 'EMFILE' || code === 'ENFILE';
+}
+
 /** How long after a descriptor shortage (EMFILE/ENFILE) the proxy reports itself not ready. */
 const EXHAUSTED_MS = 5000;
 /** At most one "connection refused" warning per listener in this window. */
@@ -109,7 +115,10 @@ export class ConnectionLimits {
       warnedAt = now;
       this.logger.warn({ listener: name, maxConnections: max }, 'proxy: connection refused, the listener is at its maxConnections');
     });
-    // After listen, an accept error (EMFILE, ENFILE) is emitted here; unhandled, it would end the process.
+    // After listen, an accept error is emitted here; unhandled, it would end the process. libuv
+    // absorbs most descriptor shortages at accept itself (it accepts the connection with a spare
+    // descriptor and closes it at once, emitting nothing): EMFILE/ENFILE arrive here only when it
+    // had no spare. The shortage is mostly seen when a dial to an upstream fails (exhausted()).
     server.on('error', (err: NodeJS.ErrnoException) => {
       if (!state.listening) return; // listen errors are the starter's to report
       if (err.code === 'EMFILE' || err.code === 'ENFILE') this.exhaustedAt = this.now();

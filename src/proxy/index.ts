@@ -137,7 +137,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const roots = upstreamRoots(config.upstreamCa);
   const connectTimeoutMs = config.connectTimeoutMs ?? 10_000;
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-  const agent = createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs: config.responseTimeoutMs ?? 60_000 }, roots);
+  /** Set when undici could not be loaded: nothing can reach an upstream until a restart. */
+  let upstreamUnloadable = false;
+  const onLoadFailed = (err: unknown): void => {
+    upstreamUnloadable = true;
+    logger.error({ code: (err as { code?: string })?.code }, 'proxy: the upstream client could not be loaded; no upstream can be reached until the gateway is restarted');
+  };
+  const agent = createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs: config.responseTimeoutMs ?? 60_000, onLoadFailed }, roots);
   const hostAddresses = new RouteHostAddresses({
     names: (config.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
     resolve: deps.resolveHost ?? systemResolver,
@@ -170,9 +176,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const rawOf = (socket: object): object => outer.get(socket) ?? socket;
   const sweeper = new IdleSweeper(config.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, (socket) => (inFlight.get(socket) ?? 0) > 0);
   const limits = new ConnectionLimits(logger, sweeper);
-  const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted: () => limits.exhausted() });
-  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin };
-  const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots };
+  // Every dial that fails for want of a descriptor (exchange, blind tunnel, upgrade) makes the proxy not ready for a while.
+  const onResourceExhausted = (): void => limits.exhausted();
+  const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted });
+  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin, onResourceExhausted };
+  const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots, onResourceExhausted };
 
   /** A request target that cannot be read one way: 400, the connection closed, nothing sent upstream. */
   const refuseTarget = (res: ServerResponse, reason: string): void =>
@@ -364,6 +372,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const notReadyReason = (): string | undefined => {
     if (shuttingDown) return 'shutting down';
     if (!hostAddresses.ready) return 'route host names are being resolved';
+    if (upstreamUnloadable) return 'the upstream client could not be loaded (restart the gateway)';
     return limits.notReadyReason();
   };
 

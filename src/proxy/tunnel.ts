@@ -10,6 +10,7 @@ import { DpgError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { LeafCertificates } from './ca.ts';
 import { isUnspecifiedAddress, readAuthority } from './canonical-host.ts';
+import { isDescriptorShortage } from './connection-limits.ts';
 import { problemOf, sendProblemOnSocket } from './problem.ts';
 import type { RouteTable } from './routes.ts';
 
@@ -39,6 +40,8 @@ export interface TunnelDeps {
   readonly outer: WeakMap<object, Duplex>;
   /** The address a CONNECT to host:port is dialled at when it must be fixed first (dial-address.ts). */
   readonly pin?: (host: string, port: number) => Promise<string> | undefined;
+  /** Told when a blind tunnel's upstream could not be dialled for want of a file descriptor (readiness). */
+  readonly onResourceExhausted?: () => void;
 }
 
 /**
@@ -143,8 +146,9 @@ function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omi
     upstream.pipe(client);
     client.pipe(upstream);
   });
-  upstream.on('error', () => {
+  upstream.on('error', (err) => {
     clearTimeout(timer);
+    if (isDescriptorShortage(err)) deps.onResourceExhausted?.();
     if (!connected) refuse(client, '502 Bad Gateway', 'The upstream could not be reached');
     else client.destroy();
   });

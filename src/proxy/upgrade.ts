@@ -6,6 +6,7 @@ import { connect as netConnect, isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { DpgError } from '../core/errors.ts';
+import { isDescriptorShortage } from './connection-limits.ts';
 import { originOf, type Target } from './exchange.ts';
 import { hasRequestBody } from './headers.ts';
 import { problemOf, sendProblemOnSocket } from './problem.ts';
@@ -59,6 +60,8 @@ export interface UpgradeDeps {
   readonly sockets: Set<Duplex>;
   /** Extra upstream roots (proxy.upstreamCa). */
   readonly ca: string[] | undefined;
+  /** Told when an upstream could not be dialled for want of a file descriptor (readiness). */
+  readonly onResourceExhausted?: () => void;
 }
 
 /**
@@ -149,8 +152,9 @@ function spliceUpgrade(deps: UpgradeDeps, req: IncomingMessage, client: Duplex, 
     }
     awaitSwitch(upstream, client, head);
   });
-  upstream.on('error', () => {
+  upstream.on('error', (err) => {
     clearTimeout(timer);
+    if (isDescriptorShortage(err)) deps.onResourceExhausted?.();
     if (!connected) refuseUpstream(`The upstream ${originOf(target)} could not be reached`);
     else client.destroy();
   });

@@ -1,9 +1,10 @@
 // The connection pool to upstreams (one undici Agent: keep-alive pools per origin) and how its
 // failures read to the app: cannot connect → 502, no timely answer → 504.
 
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { Agent } from 'undici';
+import { isDescriptorShortage } from './connection-limits.ts';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from './problem.ts';
 
 export interface UpstreamOptions {
@@ -11,6 +12,8 @@ export interface UpstreamOptions {
   readonly responseTimeoutMs: number;
   /** PEM file of extra roots, trusted in addition to Node's bundled roots. */
   readonly upstreamCa?: string;
+  /** Told once if undici could not be loaded after all: the pool will never work in this process. */
+  readonly onLoadFailed?: (err: unknown) => void;
 }
 
 /** The roots for upstream TLS: undefined keeps Node's defaults (bundled roots + NODE_EXTRA_CA_CERTS). */
@@ -25,6 +28,22 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
   return [...rootCertificates, extra];
 }
 
+/** Descriptors that must be free before undici's module is read (its chunk, and a margin). */
+const IMPORT_DESCRIPTORS = 4;
+
+/** Whether `count` file descriptors can be opened now (true where /dev/null cannot be opened at all). */
+function descriptorsFree(count: number): boolean {
+  const fds: number[] = [];
+  try {
+    for (let i = 0; i < count; i++) fds.push(openSync('/dev/null', 'r'));
+    return true;
+  } catch (err) {
+    return !isDescriptorShortage(err);
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+}
+
 /**
  * The upstream pool. undici (~40 ms and several MB to load) is imported with the first upstream
  * request, not at start: an idle sidecar never pays for it, and in the compiled build it sits in a
@@ -34,8 +53,15 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
 export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
   let agent: Agent | undefined;
   let loading: Promise<Agent> | undefined;
-  const real = (): Promise<Agent> =>
-    (loading ??= import('undici').then((module) => {
+  // Node keeps a failed dynamic import for the life of the process: had undici's file been read
+  // while the process was out of descriptors (EMFILE), no upstream could be reached until a
+  // restart. So the first load waits for free descriptors; until then each request fails as a
+  // descriptor shortage (502, not ready for a while) and a later one loads it.
+  const real = (): Promise<Agent> => {
+    if (loading === undefined && !descriptorsFree(IMPORT_DESCRIPTORS)) {
+      return Promise.reject(Object.assign(new Error('Out of file descriptors before the upstream client was loaded'), { code: 'EMFILE' }));
+    }
+    return (loading ??= import('undici').then((module) => {
       // undici is CommonJS: in the bundle its exports arrive only as the namespace's default.
       const UndiciAgent = module.Agent ?? module.default.Agent;
       agent = new UndiciAgent({
@@ -46,15 +72,22 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
         pipelining: 1,
       });
       return agent;
+    }, (err: unknown) => {
+      options.onLoadFailed?.(err);
+      throw err;
     }));
+  };
   return new Proxy({} as Agent, {
     get(_, key) {
       if (agent !== undefined) {
         const value = Reflect.get(agent, key) as unknown;
         return typeof value === 'function' ? value.bind(agent) : value;
       }
-      // A pool that was never used has nothing to close.
-      if (key === 'close' || key === 'destroy') return loading ? (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args)) : async () => undefined;
+      // A pool that was never used, or never loaded, has nothing to close.
+      if (key === 'close' || key === 'destroy') {
+        const pending = loading;
+        return pending ? (...args: unknown[]) => pending.then((a) => (a[key] as (...x: unknown[]) => unknown)(...args), () => undefined) : async () => undefined;
+      }
       if (key === 'request' || key === 'stream') return (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args));
       throw new Error(`upstream pool: ${String(key)} is not available before the first request`);
     },

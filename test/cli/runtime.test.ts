@@ -81,6 +81,23 @@ describe('dpg help, version and flags', () => {
     }
     assert.match(dpg(['probe', 'ready', '--timeout', 'soon']).stderr, /--timeout must be a whole number/);
   });
+
+  it('a negative number after a numeric flag (long or short, not joined by =) gets the same message', () => {
+    const cases: [string[], RegExp][] = [
+      [['protect', '-m', 'customer', '-j', 'Mask', '--third-party', '-1'], /--third-party must be a whole number from 0 to 2147483647 \(got "-1"\)/],
+      [['protect', '-m', 'customer', '-j', 'Mask', '--data-usage', '-1e3x'], /--data-usage must be a whole number from 0 to 2147483647 \(got "-1e3x"\)/],
+      [['probe', 'ready', '--wait', '-5'], /--wait must be a whole number from 0 to 3600 \(got "-5"\)/],
+      [['probe', 'ready', '-w', '-5'], /--wait must be a whole number from 0 to 3600 \(got "-5"\)/],
+      [['probe', 'ready', '--timeout', '-1'], /--timeout must be a whole number from 1 to 600000 \(got "-1"\)/],
+    ];
+    for (const [args, message] of cases) {
+      const r = dpg(args, { input: '{}' });
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, message, args.join(' '));
+      assert.doesNotMatch(r.stderr, /ambiguous/, args.join(' '));
+      assert.equal(r.stdout, '');
+    }
+  });
 });
 
 describe('dpg protect: types, streaming, atomic output, closed pipes', () => {

@@ -317,6 +317,29 @@ describe('issue 8: what the gateway protects is what the upstream reads', () => 
       await expectOutcome('any application/pdf', plain, () => forward('/any/1', BODY, 'application/pdf'), { refused: 415 });
     });
 
+    test('+xml types (SOAP 1.2, Atom) are read as XML, on a route without a type limit and one limited to JSON', async () => {
+      const soap = (card: string) =>
+        `<?xml version="1.0"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope"><soap:Body>` +
+        `<c><cardNumber>${card}</cardNumber></c></soap:Body></soap:Envelope>`;
+      const atom = (card: string) =>
+        `<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>t</title><content type="application/xml">` +
+        `<c><cardNumber>${card}</cardNumber></c></content></entry></feed>`;
+      const cases: [string, (card: string) => string, string][] = [
+        ['soap', soap, 'application/soap+xml; charset=utf-8; action="urn:pay"'],
+        ['atom', atom, 'application/atom+xml'],
+      ];
+      for (const [name, doc, ct] of cases) {
+        for (const path of ['/any/1', '/typed/1']) {
+          await expectOutcome(`${name} ${path}`, plain, () => forward(path, doc(CARD), ct), { protectedAs: path, body: doc(MASKED) });
+        }
+        // The same inside an intercepted TLS tunnel, on the route limited to JSON.
+        const tls = via('tls-tunnel');
+        await expectOutcome(`${name} tls`, secure, () => tls.send('/typed/1', doc(CARD), ct), { protectedAs: '/typed/1', body: doc(MASKED) });
+        // Declared XML that is not XML (JSON under an +xml type) is not read as something else: refused.
+        await expectOutcome(`${name} JSON as +xml`, plain, () => forward('/any/1', BODY, ct), { refused: 400 });
+      }
+    });
+
     test('form bodies that are not name=value pairs, or use ;, are refused', async () => {
       const form = 'application/x-www-form-urlencoded';
       await expectOutcome('JSON as a form', plain, () => forward('/any/1', BODY, form), { refused: 400 });

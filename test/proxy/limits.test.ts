@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { createLogger } from '../../src/core/logger.ts';
 import { startGateway } from '../../src/main.ts';
 import { testGatewayConfig } from '../helpers/gateway-config.ts';
+import { healthCheck } from '../transport/grpc/client.ts';
 import {
   CARD,
   connectTcp,
@@ -196,7 +197,7 @@ describe('connection cap and readiness', () => {
   });
 });
 
-test('the gateway /readyz reflects a proxy that cannot take work (main.ts wiring)', async () => {
+test('the gateway /readyz and gRPC health reflect a proxy that cannot take work (main.ts wiring)', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'dpg-ready-'));
   const base = testGatewayConfig(dataDir);
   const config = {
@@ -212,11 +213,18 @@ test('the gateway /readyz reflects a proxy that cannot take work (main.ts wiring
       await res.body.dump();
       return res.statusCode;
     };
+    const health = () => healthCheck(gateway.addresses.grpc.port);
     await until(async () => (await readyz()) === 200);
+    assert.equal(await health(), 'SERVING');
+    assert.equal(await healthCheck(gateway.addresses.grpc.port, 'com.vendor.gateway.ProtectService'), 'SERVING');
     held.push(await connectTcp(gateway.addresses.proxy.port), await connectTcp(gateway.addresses.proxy.port));
     await until(async () => (await readyz()) === 503);
+    // gRPC health follows the same readiness: the server as a whole and its service.
+    assert.equal(await health(), 'NOT_SERVING');
+    assert.equal(await healthCheck(gateway.addresses.grpc.port, 'com.vendor.gateway.ProtectService'), 'NOT_SERVING');
     for (const s of held) s.destroy();
     await until(async () => (await readyz()) === 200);
+    assert.equal(await health(), 'SERVING');
   } finally {
     for (const s of held) s.destroy();
     await gateway.close();
