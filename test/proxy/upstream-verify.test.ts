@@ -78,7 +78,7 @@ describe('upstream certificate verification: transparent listener (routed SNI, i
   });
 
   /** POST through the listener as if redirected from 127.0.0.1:`port`, SNI and Host api.partner.test. */
-  const post = (port: number): Promise<{ status: number; text: string }> => {
+  const post = (port: number, path = '/v1/customers'): Promise<{ status: number; text: string }> => {
     tp.redirectNext({ address: '127.0.0.1', port, family: 4 });
     return new Promise((resolve, reject) => {
       const req = httpsRequest(
@@ -88,7 +88,7 @@ describe('upstream certificate verification: transparent listener (routed SNI, i
           servername: 'api.partner.test',
           ca: tp.caPem,
           method: 'POST',
-          path: '/v1/customers',
+          path,
           agent: false,
           headers: { host: 'api.partner.test', 'content-type': 'application/json' },
         },
@@ -120,6 +120,18 @@ describe('upstream certificate verification: transparent listener (routed SNI, i
       assert.ok(!tp.logText().includes(CARD), 'the card number is not logged');
     });
   }
+
+  test('a request no route protects, on an intercepted connection, is verified all the same', async () => {
+    // The SNI is routed, so the connection is intercepted; this path is not, so its body would be
+    // streamed untouched: to the server the app asked for, and to no other.
+    for (const c of REFUSED) {
+      const upstream = f[c.upstream];
+      const res = await post(upstream.port, '/v2/elsewhere');
+      assert.equal(res.status, 502, `${c.what}: ${res.text}`);
+      assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
+      assertNothingArrived(upstream);
+    }
+  });
 });
 
 describe('upstream certificate verification: forward proxy (CONNECT to a routed host, intercepted)', () => {
@@ -147,8 +159,8 @@ describe('upstream certificate verification: forward proxy (CONNECT to a routed 
     await closeFixture(f);
   });
 
-  const post = async (host: string, port: number): Promise<{ status: number; text: string }> => {
-    const res = await request(`https://${host}:${port}/v1/customers`, { dispatcher: agent, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const post = async (host: string, port: number, path = '/v1/customers'): Promise<{ status: number; text: string }> => {
+    const res = await request(`https://${host}:${port}${path}`, { dispatcher: agent, method: 'POST', headers: { 'content-type': 'application/json' }, body });
     return { status: res.statusCode, text: await res.body.text() };
   };
 
@@ -174,6 +186,16 @@ describe('upstream certificate verification: forward proxy (CONNECT to a routed 
       });
     }
   }
+
+  test('a request no route protects, inside an intercepted CONNECT, is verified all the same', async () => {
+    for (const c of REFUSED) {
+      const upstream = f[c.upstream];
+      const res = await post('localhost', upstream.port, '/v2/elsewhere');
+      assert.equal(res.status, 502, `${c.what}: ${res.text}`);
+      assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
+      assertNothingArrived(upstream);
+    }
+  });
 
   test('CONNECT 127.0.0.1 to the address-only certificate is accepted: it names what the app asked for', async () => {
     const res = await post('127.0.0.1', f.addressOnly.port);
