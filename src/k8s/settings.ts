@@ -180,7 +180,7 @@ export const ANNOTATIONS: readonly AnnotationSpec[] = [
   {
     key: 'dpg.io/include-outbound-ports',
     values: 'ports, or `*`',
-    description: 'outbound ports captured; default: every port when a route names no port, else the ports the routes name, else 80,443',
+    description: 'outbound ports captured (`dpg capture --include-ports`); in `env-proxy` mode not applicable',
     apply: (v, into) => {
       const ports = canonicalPorts(v, true);
       if (typeof ports !== 'string') return ports.error;

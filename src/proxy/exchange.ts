@@ -21,7 +21,7 @@ import { overrideMethods } from './method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from './problem.ts';
 import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from './routes.ts';
-import { upstreamProblem } from './upstream.ts';
+import { isUpstreamTlsCode, upstreamProblem } from './upstream.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
 export interface Target {
@@ -391,7 +391,9 @@ class ResponsePhaseError extends Error {
 
 function isUndiciError(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && (code.startsWith('UND_ERR') || code.startsWith('E') || code.includes('CERT') || code.startsWith('ERR_TLS'));
+  // OpenSSL's verification codes too (UNABLE_TO_VERIFY_LEAF_SIGNATURE: an untrusted upstream), or
+  // they would read as the gateway's own internal error (500) instead of the upstream's (502).
+  return typeof code === 'string' && (code.startsWith('UND_ERR') || code.startsWith('E') || isUpstreamTlsCode(code));
 }
 
 async function readUpstreamBody(body: Readable, limit: number): Promise<Buffer> {

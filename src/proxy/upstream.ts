@@ -94,7 +94,11 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
   });
 }
 
-const TLS_CODES = /^(CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_TLS_|ERR_SSL_|HOSTNAME_MISMATCH)/;
+// Node's TLS errors, and OpenSSL's X509_V_ERR_* names as Node gives them (without the prefix).
+const TLS_CODES = /^(CERT_|CRL_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERROR_IN_(?:CERT|CRL)_|INVALID_CA$|INVALID_PURPOSE$|PATH_LENGTH_EXCEEDED$|ERR_TLS_|ERR_SSL_|HOSTNAME_MISMATCH)/;
+
+/** An error code of a failed upstream TLS handshake or certificate check (OpenSSL's or Node's). */
+export const isUpstreamTlsCode = (code: string): boolean => TLS_CODES.test(code);
 
 /** The problem an upstream failure is reported as; built from error codes only, never messages. */
 export function upstreamProblem(err: unknown): Problem {
@@ -113,7 +117,7 @@ export function upstreamProblem(err: unknown): Problem {
     case 'EAI_AGAIN':
       return upstreamUnreachable('The upstream host name could not be resolved');
     default:
-      if (TLS_CODES.test(code)) return upstreamUnreachable(`TLS verification of the upstream failed (${code})`);
+      if (isUpstreamTlsCode(code)) return upstreamUnreachable(`TLS verification of the upstream failed (${code})`);
       return upstreamUnreachable('The connection to the upstream failed');
   }
 }

@@ -11,7 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { iptablesSkipReason, createNamespace, lines, link, netnsSkipReason, sharedTempDir, userTempDir, type Namespace } from '../helpers/netns.ts';
+import { iptablesLegacySkipReason, iptablesSkipReason, createNamespace, lines, link, netnsSkipReason, sharedTempDir, userTempDir, type Namespace } from '../helpers/netns.ts';
 import { namedPki } from '../proxy/transparent/helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,6 +32,8 @@ const HOSTS = {
 
 const skip = netnsSkipReason() ?? iptablesSkipReason();
 if (skip) console.log(`# SKIPPED transparent capture suite (test/capture/capture.test.ts): ${skip}`);
+const legacySkip = skip === undefined ? iptablesLegacySkipReason() : undefined;
+if (legacySkip) console.log(`# SKIPPED dpg capture --backend legacy on a real kernel (test/capture/capture.test.ts): ${legacySkip}`);
 
 interface WorldEvent {
   event: 'request' | 'raw' | 'ready';
@@ -285,6 +287,95 @@ logging: { level: info }
     assert.notEqual(code, 0);
     assert.match(gatewayLog.all().join('\n'), /redirected back to it/);
     await pod.must('node', [DPG, 'capture', '--remove'], { cwd: ROOT });
+  });
+
+  /**
+   * Every rule of both families as the given save tools print them, comments left out and chain
+   * counters zeroed (the legacy tools count the packets of built-in chains: neighbour discovery
+   * alone changes them between two saves).
+   */
+  const rulesOf = async (save4: string, save6: string): Promise<string> =>
+    ((await pod.must(save4, [])) + (await pod.must(save6, [])))
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .map((l) => l.replace(/ \[\d+:\d+\]$/, ' [0:0]'))
+      .join('\n');
+
+  test('the probe fails loudly when the rules install but do not redirect: exit 1, "traffic is NOT captured"', async () => {
+    // The gateway is stopped, so the probe listens on 15006 itself. A raw-table NOTRACK rule (as
+    // another tool in the pod might add) takes IPv4 port 80 out of connection tracking, and NAT —
+    // our REDIRECT with it — never sees those packets: the rules install without error, but the
+    // probe to 198.51.100.2:80 goes straight to that address, where nothing listens.
+    const notrack = ['OUTPUT', '-p', 'tcp', '--dport', '80', '-j', 'NOTRACK'];
+    await pod.must('iptables', ['-w', '5', '-t', 'raw', '-A', ...notrack]);
+    try {
+      const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      assert.equal(cap.code, 1, `capture must fail: ${cap.stdout}${cap.stderr}`);
+      assert.match(cap.stderr, /probe IPv4 to 198\.51\.100\.2:80 failed: the probe connection did not arrive on the redirect port 15006/);
+      assert.match(cap.stderr, /the rules are installed but do not redirect; traffic is NOT captured/);
+      assert.doesNotMatch(cap.stderr, /IPv6 to/, 'only the family whose redirect failed is reported');
+      assert.match(cap.stdout, /probe IPv6: \[2001:db8::2\]:80 arrived on port 15006/);
+      assert.doesNotMatch(cap.stdout, /probe IPv4/);
+      await pod.must('iptables', ['-w', '5', '-t', 'raw', '-D', ...notrack]);
+      // The same command with the NOTRACK rule gone passes its probe: the rule was the only cause.
+      const fixed = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      assert.equal(fixed.code, 0, fixed.stderr);
+      assert.match(fixed.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
+    } finally {
+      // Whatever failed above, the next test starts from a namespace without these rules.
+      await pod.run('iptables', ['-w', '5', '-t', 'raw', '-D', ...notrack]);
+      await pod.run('node', [DPG, 'capture', '--remove'], { cwd: ROOT });
+    }
+    assert.doesNotMatch(await rulesOf('iptables-save', 'ip6tables-save'), /DPG_OUTPUT|NOTRACK/);
+  });
+
+  test('--backend legacy: rules in the legacy tables, idempotent, a real redirect (HTTP, HTTPS, IPv6), --remove leaves none', { skip: legacySkip }, async () => {
+    const args = ['--backend', 'legacy', '--include-ports', '80,443', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)];
+    const cap = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
+    assert.match(cap.stdout, /capture installed \(legacy, IPv4 and IPv6\)/);
+    assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
+    assert.match(cap.stdout, /probe IPv6: \[2001:db8::2\]:80 arrived on port 15006/);
+
+    const legacy = (): Promise<string> => rulesOf('iptables-legacy-save', 'ip6tables-legacy-save');
+    const first = await legacy();
+    assert.match(first, /-A OUTPUT -p tcp -j DPG_OUTPUT/);
+    assert.match(first, /-A OUTPUT -p udp -j DPG_OUTPUT/);
+    assert.match(first, /-A DPG_OUTPUT -m owner --uid-owner 10001 -j RETURN/);
+    assert.match(first, /-A DPG_OUTPUT -d 198\.51\.100\.12\/32 -j RETURN/);
+    assert.match(first, /-A DPG_OUTPUT -p tcp -m multiport --dports 80,443 -j REDIRECT --to-ports 15006/);
+    assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
+    assert.doesNotMatch(await rulesOf('iptables-save', 'ip6tables-save'), /DPG_OUTPUT/, 'nothing went to the nf_tables backend');
+
+    const again = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(await legacy(), first, 're-running gives the same rules (no duplicated jump)');
+
+    // The redirect takes effect: the gateway protects what the app sends, with no proxy setting.
+    gateway = await startGateway();
+    await gatewayLog.waitFor(/transparent proxy listening.*"port":15006|"port":15006.*transparent proxy listening/);
+    for (const [marker, url] of [
+      ['legacy-http', 'http://api.partner.test/v1/customers'],
+      ['legacy-https', 'https://api.partner.test/v1/customers'],
+      ['legacy-https6', 'https://api6.partner.test/v1/customers'],
+    ]) {
+      const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload(marker), url]);
+      assert.equal(r.code, 0, `${url}: ${r.stderr}`);
+      assert.equal(bodyOf(marker)?.cardNumber, MASKED, url);
+    }
+    assert.equal(requests().find((e) => e.body?.includes('"legacy-https6"'))?.local, '2001:db8::10', 'the IPv6 original destination was recovered');
+    const excluded = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('legacy-excluded'), 'http://excluded.partner.test/v1/customers']);
+    assert.equal(excluded.code, 0, excluded.stderr);
+    assert.equal(bodyOf('legacy-excluded')?.cardNumber, CARD, 'an excluded CIDR bypasses');
+    await stopGateway();
+
+    const removed = await pod.run('node', [DPG, 'capture', '--remove', '--backend', 'legacy'], { cwd: ROOT });
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, /no legacy rules of dpg are left/);
+    assert.doesNotMatch(await legacy(), /DPG_OUTPUT/);
+    // Nothing redirects any more: with the gateway stopped, the app still reaches the world directly.
+    const direct = await app('curl', ['-sS', '--fail', '-o', '/dev/null', 'http://other.test/']);
+    assert.equal(direct.code, 0, direct.stderr);
   });
 });
 

@@ -91,6 +91,29 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     assert.match(r.stdout, /-t nat -C OUTPUT -p tcp -j DPG_OUTPUT \|\| .* -t nat -I OUTPUT 1 -p tcp -j DPG_OUTPUT/);
   });
 
+  test('--backend legacy: the same rules, given to the legacy tools (iptables-legacy-restore, iptables-legacy)', () => {
+    const nft = dpg(['--dry-run']);
+    const legacy = dpg(['--dry-run', '--backend', 'legacy']);
+    assert.equal(nft.code, 0, nft.stderr);
+    assert.equal(legacy.code, 0, legacy.stderr);
+    // The tools are named by the backend: found on this machine (Debian's iptables package ships
+    // both iptables-nft and iptables-legacy), or placeholder names when they are missing. Only where
+    // iptables-legacy is absent may a plain `iptables` that is the legacy one be named instead.
+    const noLegacySuffix = spawnSync('iptables-legacy', ['--version'], { stdio: 'ignore' }).error !== undefined;
+    const tool = (base: string): string => `(?:\\S*/)?${base}${noLegacySuffix ? '(?:-legacy)?' : '-legacy'}`;
+    const v4 = tool('iptables');
+    assert.match(legacy.stdout, new RegExp(`^# IPv4\\n${v4}-restore --noflush <<'EOF'$`, 'm'));
+    assert.match(legacy.stdout, new RegExp(`^${v4} -t nat -C OUTPUT -p tcp -j DPG_OUTPUT \\|\\| ${v4} -t nat -I OUTPUT 1 -p tcp -j DPG_OUTPUT$`, 'm'));
+    assert.match(legacy.stdout, new RegExp(`^${v4} -t filter -C OUTPUT -p udp -j DPG_OUTPUT \\|\\| ${v4} -t filter -I OUTPUT 1 -p udp -j DPG_OUTPUT$`, 'm'));
+    if (legacy.stdout.includes('# IPv6')) assert.match(legacy.stdout, new RegExp(`^# IPv6\\n${tool('ip6tables')}-restore --noflush <<'EOF'$`, 'm'));
+    assert.doesNotMatch(legacy.stdout, /-nft/, 'no nf_tables tool is named');
+    assert.match(nft.stdout, /iptables-nft-restore|iptables-restore/);
+    // Only the tools differ: the restore input is the same text for both backends.
+    const inputs = (text: string): string[] => [...text.matchAll(/<<'EOF'\n([\s\S]*?)\nEOF/g)].map((m) => m[1]);
+    assert.ok(inputs(legacy.stdout).length >= 1);
+    assert.deepEqual(inputs(legacy.stdout), inputs(nft.stdout));
+  });
+
   /** A config file holding `proxy` (YAML, indented under it); returns its path. */
   const configWith = (proxy: string): string => {
     const config = join(sharedTempDir('dpg-capture-cfg-'), 'gateway.yaml');

@@ -100,6 +100,21 @@ export function iptablesSkipReason(): string | undefined {
   return undefined;
 }
 
+/**
+ * Why `dpg capture --backend legacy` cannot be tried inside a namespace (no iptables-legacy, or a
+ * kernel without the x_tables nat table), or undefined. Debian's `iptables` package ships both backends.
+ */
+export function iptablesLegacySkipReason(): string | undefined {
+  for (const tool of ['iptables-legacy', 'ip6tables-legacy', 'iptables-legacy-save', 'ip6tables-legacy-save']) {
+    if (spawnSync(tool, ['--version'], { stdio: 'ignore', env: { PATH: BASE_PATH } }).error) return `${tool} is not installed (apt-get install iptables ships it on Debian)`;
+  }
+  for (const tool of ['iptables-legacy', 'ip6tables-legacy']) {
+    const probe = spawnSync('unshare', ['--net', '--', tool, '-t', 'nat', '-L', 'OUTPUT', '-n'], { encoding: 'utf8', env: { PATH: BASE_PATH } });
+    if (probe.status !== 0) return `${tool} does not work in a namespace here (${(probe.stderr || probe.error?.message || '').trim().split('\n')[0]})`;
+  }
+  return undefined;
+}
+
 /** A directory any UID can use (for per-user HOME/TMPDIR and shared files). */
 export function sharedTempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
