@@ -335,6 +335,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         onUpgrade,
         onClientError,
         guard: (server, name) => limits.guard(server, name, maxConnections),
+        onResourceExhausted,
         sockets,
         intercepted,
         outer,

@@ -286,6 +286,7 @@ logging: { level: info }
     const code = await new Promise<number | null>((resolve) => looping.once('exit', resolve));
     assert.notEqual(code, 0);
     assert.match(gatewayLog.all().join('\n'), /redirected back to it/);
+    assert.doesNotMatch(gatewayLog.all().join('\n'), /INTERNAL/, 'the cause is printed, not an internal error');
     await pod.must('node', [DPG, 'capture', '--remove'], { cwd: ROOT });
   });
 

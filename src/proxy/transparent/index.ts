@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
 import type { ProxyRoute, TransparentConfig } from '../../config/types.ts';
 import type { Logger } from '../../core/logger.ts';
+import { StartupError } from '../../core/errors.ts';
 import type { LeafCertificates } from '../ca.ts';
 import { canonicalHostOf, readAuthority } from '../canonical-host.ts';
 import { readPath, targetOf } from '../canonical-path.ts';
@@ -33,6 +34,8 @@ export interface TransparentDeps {
   readonly table: RouteTable;
   readonly leaves: LeafCertificates;
   readonly connectTimeoutMs: number;
+  /** Told when a spliced connection's dial fails for want of file descriptors (readiness). */
+  readonly onResourceExhausted?: () => void;
   readonly logger: Logger;
   /** Serves one request once its target is read: the proxy's exchange, Expect handling, shutdown accounting. */
   readonly serve: (req: IncomingMessage, res: ServerResponse, reading: TargetReading, expectsContinue: boolean) => void;
@@ -75,7 +78,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const readOriginal = deps.originalDestination ?? (await loadOriginalDestinationReader());
   const coverage = new RouteCoverage(deps.routes);
   const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello };
-  const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs };
+  const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs, onResourceExhausted: deps.onResourceExhausted };
   const connections = new WeakMap<object, ConnectionInfo>();
   /** Our own probe connections while the start-up loop check runs. */
   const probes = new Map<Socket, () => void>();
@@ -379,7 +382,7 @@ async function checkNotCaptured(routes: readonly ProxyRoute[], listenPort: numbe
     ),
   );
   if (looped.some(Boolean)) {
-    throw new Error(
+    throw new StartupError(
       `transparent proxy: this process's own connections are redirected back to it (it runs as UID ${process.getuid?.()}); ` +
         'run the gateway as the UID that `dpg capture --proxy-uid` exempts (10001 by default)',
     );

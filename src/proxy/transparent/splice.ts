@@ -5,9 +5,12 @@
 
 import { connect, type Socket } from 'node:net';
 import type { OriginalDestination } from '../../core/original-destination.ts';
+import { isDescriptorShortage } from '../connection-limits.ts';
 
 export interface SpliceOptions {
   readonly connectTimeoutMs: number;
+  /** Told when a dial fails for want of file descriptors, so readiness reports it (connection-limits.ts). */
+  readonly onResourceExhausted?: () => void;
 }
 
 /** Opens the upstream connection; the caller decides when bytes start to flow (see relay). */
@@ -15,6 +18,9 @@ export function connectUpstream(dst: OriginalDestination, options: SpliceOptions
   const upstream = connect({ host: dst.address, port: dst.port, family: dst.family, allowHalfOpen: true, noDelay: true });
   upstream.setTimeout(options.connectTimeoutMs);
   upstream.once('connect', () => upstream.setTimeout(0));
+  upstream.once('error', (err) => {
+    if (isDescriptorShortage(err)) options.onResourceExhausted?.();
+  });
   return upstream;
 }
 
