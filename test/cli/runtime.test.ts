@@ -64,6 +64,7 @@ describe('dpg help, version and flags', () => {
     assert.match(protect.stdout, /-m, --manifest NAME/);
     assert.match(protect.stdout, /-j, --job JOBTYPE/);
     assert.match(protect.stdout, /-o, --output FILE/);
+    assert.match(protect.stdout, /--snapshot-date ISO +Reconstruct\/Decrypt only/, 'forward jobs refuse a snapshot date (issue 12)');
     assert.match(protect.stdout, /Anonymise, Pseudonymise, Restrict, Mask, Encrypt, Decrypt, Reconstruct/);
     for (const name of ['serve', 'validate', 'hash-secret', 'probe']) {
       const r = dpg([name, '-h']);

@@ -33,6 +33,21 @@ describe('manifest customer, short values (issue 12)', () => {
     assert.deepEqual(run('Reconstruct', out), short);
   });
 
+  it('Pseudonymise: card values too short to keep their last 4 and Luhn digit get pseudonyms too', () => {
+    for (const cardNumber of ['1111', '12345', '1 2345', '99999', '7', 1111]) {
+      const out = run('Pseudonymise', { cardNumber });
+      assert.notEqual(out.cardNumber, cardNumber, `${cardNumber} not left in clear`);
+      assert.equal(typeof out.cardNumber, typeof cardNumber);
+      assert.match(String(out.cardNumber), /^\d[\d ]*$/);
+      assert.ok(String(out.cardNumber).replace(/\D/g, '').length <= 5, 'short stays short');
+      assert.deepEqual(run('Reconstruct', out), { cardNumber });
+    }
+    assert.throws(
+      () => run('Pseudonymise', { cardNumber: '1111' }, { preserveStringLength: true }),
+      (err: unknown) => err instanceof DpgError && err.code === 'VALUE_NOT_PROTECTABLE' && err.errors?.[0]?.reason === 'VALUE_TOO_SHORT_FOR_FPE',
+    );
+  });
+
   it('preserveStringLength keeps the strict refusal of short values', () => {
     assert.throws(
       () => run('Pseudonymise', { name: 'Li Wu' }, { preserveStringLength: true }),

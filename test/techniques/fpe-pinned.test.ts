@@ -1,7 +1,8 @@
 // Pins the exact pseudonyms of every FF1 format (and raw FF1 over many radices and lengths) as they
 // were before the batch-path optimisation: any change to an output, a reason or an order fails here.
 // The short-value scheme (issue 12) only gave pseudonyms to values that used to fail: the values
-// FF1 took before keep exactly the pseudonyms pinned then (LONG_PINNED).
+// FF1 took before keep exactly the pseudonyms pinned then (LONG_PINNED). The plain-digits path
+// (issue 12) only changed values that used to come out as they went in (no free digit).
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -97,10 +98,11 @@ const PINNED: Record<string, string> = {
   '{"format":"name"}': '892ef549d35eafe8c2e0abf4d86d2d54e4aa9afd0e14a9fb86090e9a4e70892e', // "Ullwah wTrMGlgdIXTR" -> "Pqaoxe oNtWDuipZFXQ" -> "Ullwah wTrMGlgdIXTR"
   '{"format":"email"}': '71c29fe77430b5ffe6f761ef1c01d3ba6987e1cc855b2c78c89c8cd23d6ec401', // "user.0@ex.org" -> "lrun.4@ex.org" -> "user.0@ex.org"
   '{"format":"email","shortValues":"encrypt"}': 'ceb854848dd7c383676e91c0e6ceb7412e6b2e021b9946541db3b84a8f88ddc4', // "user.0@ex.org" -> "lrun.4@ex.org" -> "user.0@ex.org"
-  '{"format":"card"}': 'e0770e97972f51e07511d3b024337ca35b995bd75c02873916cc193372d9c891', // 2731 -> 2731 -> 2731 (last 4 kept, nothing free)
+  // Values with no free digit (2731 under keepLast 4) became plain digits; nothing else changed.
+  '{"format":"card"}': 'a1fd172543d429bc66d69ca20b0387b981f4d21be88563f0b2822065a2d8b8ce', // 2731 -> 30830 -> 2731
   '{"format":"card","keepFirst":6,"shortValues":"encrypt"}': '2cd55a1fe21b9f6849b8d0284b89295fb796f305145ac8e5100863f96c613b67', // 2731 -> "enc:v1:siv:test-key:1:E9LFxgAKbHmsmfYo41yVlDJrUTkT" -> 2731
   '{"format":"digits"}': 'a2cee1bc41aa913201f96a6fbd2630d5fe38ca1515cb02266274bfc8960a9d5e', // 7242 -> 37668 -> 7242
-  '{"format":"digits","keepFirst":2,"keepLast":3}': 'c8640200c20da4c59e2eacc9ea85d01663d18f0fa4184e0ea9c4a6fc6b20e53b', // 7242 -> 7242 -> 7242
+  '{"format":"digits","keepFirst":2,"keepLast":3}': '03b3a8e2442e02cc152da0d67b064222290248c6fd3e910a3ca0b5f59f3c2b57', // 7242 -> 63386 -> 7242 (was kept: no free digit)
   '{"format":"phone"}': 'c809560c1249076be488d82fc528d3dfc1e10088b8e706f2029feb48c7168c6a', // 2781 -> 95034 -> 2781
   '{"format":"text"}': '7680e14e9111b2d854ffeae62610f9aaab458c180b0b49a45f8e6037f8432b08', // 317214101 -> 157270757 -> 317214101
   '{"format":"text","shortValues":"encrypt"}': '5cf64c8e832fb6f719c057ac4ce49696d677f54075860e9d1bf4a5cccb414211', // 317214101 -> 157270757 -> 317214101

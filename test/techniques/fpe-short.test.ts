@@ -289,7 +289,8 @@ describe('short values: every format, every length from 1 up', () => {
       [{ format: 'name' }, "O'Ng", /^[A-Z][a-z]*'[A-Z][a-z]*$/],
       [{ format: 'phone' }, '0100', /^\d{1,5}$/],
       [{ format: 'digits' }, '6789', /^\d{1,5}$/],
-      [{ format: 'card' }, '1111', /^1111$/],
+      [{ format: 'card' }, '1111', /^(?!1111$)\d{1,5}$/],
+      [{ format: 'card' }, '12345', /^(?!12345$)\d{1,5}$/],
       [{ format: 'card', keepFirst: 6 }, '4111 1111 1111 1111', /^4111 11[\d ]+1111$/],
     ];
     for (const [options, input, shape] of cases) {
@@ -324,7 +325,7 @@ describe('short values: every format, every length from 1 up', () => {
   });
 
   it('values without any symbol are their own pseudonym', () => {
-    for (const [format, value] of [['digits', '---'], ['name', "'-"], ['text', '!?'], ['card', '1234'], ['email', '_.@x.io']] as const) {
+    for (const [format, value] of [['digits', '---'], ['name', "'-"], ['text', '!?'], ['card', '- -'], ['email', '_.@x.io']] as const) {
       const bound = bindTechnique('Pseudonymise', { format });
       assert.equal(bound.forward(value), value);
       assert.equal(bound.inverse!(value), value);
@@ -343,6 +344,11 @@ describe('short values: every format, every length from 1 up', () => {
       assert.equal(reasonOf(() => preserving.forward(value)), 'VALUE_TOO_SHORT_FOR_FPE');
       // Reconstruct reads a short pseudonym back even when the request asks to preserve lengths.
       assert.equal(preserving.inverse!(loose.forward(value)), value);
+    }
+    // A card too short to keep anything is refused the same way.
+    for (const value of ['1111', '12345', 1111]) {
+      assert.equal(reasonOf(() => bindTechnique('Pseudonymise', { format: 'card', shortValues: 'reject' }).forward(value)), 'VALUE_TOO_SHORT_FOR_FPE');
+      assert.equal(reasonOf(() => bindTechnique('Pseudonymise', { format: 'card' }, ctxOf(fakeKeys(), true)).forward(value)), 'VALUE_TOO_SHORT_FOR_FPE');
     }
   });
 

@@ -52,7 +52,7 @@ const options = {
   'third-party': { type: 'string', value: 'N', help: 'third-party id (0 to 2147483647): separates pseudonyms per partner' },
   'data-usage': { type: 'string', value: 'N', help: 'data usage id (0 to 2147483647)' },
   'org-wide': { type: 'boolean', help: 'one pseudonym across the organisation (ignores third party and usage)' },
-  'snapshot-date': { type: 'string', value: 'ISO', help: 'pick key versions active at this instant' },
+  'snapshot-date': { type: 'string', value: 'ISO', help: 'Reconstruct/Decrypt only: key versions active at this instant (with a zone, not future)' },
   silent: { type: 'boolean', help: 'replace values that cannot be processed instead of failing' },
   'protect-nulls': { type: 'boolean', help: 'protect null values too' },
   'preserve-length': { type: 'boolean', help: 'keep string lengths (strict FPE domain rule)' },

@@ -1,6 +1,7 @@
 // Pseudonymise, card format: the middle digits FF1-encrypted, the last 4 (and optionally the first
 // N) kept, separators kept, and the Luhn check still holding. One free digit is not encrypted but
 // recomputed so the Luhn sum keeps its residue: valid stays valid, reversibly, with no cycle walking.
+// A value too short for that (no digit left to encrypt) is pseudonymised as plain digits instead.
 
 import type { Scalar } from '../../core/types.ts';
 import {
@@ -14,9 +15,9 @@ import {
   type ShortValuePolicy,
   type TweakCache,
 } from './fpe-core.ts';
-import { digitPosition, MIN_FF1_DIGITS, numberShape, type NumberShape } from './digits.ts';
+import { digitPosition, MIN_FF1_DIGITS, numberShape, plainDigitLimit, plainDigitsJob, type NumberShape } from './digits.ts';
 import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
-import { KeptValue, shortJob } from './fpe-short.ts';
+import { shortJob } from './fpe-short.ts';
 import { OptionReader } from '../option-reader.ts';
 import { ValueError, type Technique } from '../technique.ts';
 
@@ -76,8 +77,9 @@ function cardJob(value: Scalar, options: CardOptions, tweaks: TweakCache, short:
   // The fixed-up digit carries no key-dependent information: FF1 runs on the other free digits.
   if (fix - options.keepFirst < MIN_FF1_DIGITS) {
     if (!short) throw new ValueError(TOO_SHORT);
-    // Nothing free but (at most) the Luhn digit, which the residue fixes: the value is its own pseudonym.
-    if (fix - options.keepFirst <= 0) return new KeptValue(value);
+    // Too short to keep its kept digits and Luhn digit around an encrypted one (`1111`, `12345`
+    // with keepLast 4): pseudonymised as plain digits, nothing kept (digits.ts plainDigitLimit).
+    if (n <= plainDigitLimit(options.keepFirst + options.keepLast + 1)) return plainDigitsJob(value, text, shape, symbols, tweaks);
     const residue = luhnResidue(digits);
     const start = options.keepFirst === 0 ? 0 : digitPosition(text, options.keepFirst - 1) + 1;
     const finish = (out: string) => withLuhnResidue(out, options.keepLast, residue);

@@ -14,7 +14,7 @@ import {
   type TweakCache,
 } from './fpe-core.ts';
 import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
-import { KeptValue, shortJob } from './fpe-short.ts';
+import { shortJob } from './fpe-short.ts';
 import { OptionReader } from '../option-reader.ts';
 import { ValueError, type Technique } from '../technique.ts';
 
@@ -60,10 +60,45 @@ export function digitPosition(text: string, ordinal: number): number {
   return text.length;
 }
 
+/** The most digits the short-value scheme takes, and so the most its pseudonyms have (10^5 < 10^6). */
+const MAX_SHORT_DIGITS = MIN_FF1_DIGITS - 1;
+
+/** Tweak label of the plain-digits path's short values (fpe-short.ts ShortRegion.tweakLabel). */
+const PLAIN = 'plain:';
+
+/**
+ * The most digits a value may have and still be pseudonymised as **plain digits** (every digit
+ * encrypted, none kept, no Luhn digit) by a format that keeps `kept` digits around the ones it
+ * encrypts (keepFirst + keepLast, plus a card's Luhn digit). A value with no free digit must take
+ * this path, or nothing in it would be encrypted. Reconstruct picks the path from the digit count
+ * alone, so each path must map its own digit counts onto themselves: plain values of up to 5 digits
+ * take the short-value scheme, whose pseudonyms have 1 to 5 digits, longer ones FF1, which keeps
+ * the count. A format keeping 5 digits or more therefore sends exactly the values without a free
+ * digit this way. One keeping fewer (1 to 4) sends every value with fewer than 6 free digits this
+ * way: pseudonyms of the kept-digits short path (1 to 5 free digits) would otherwise overlap the
+ * plain pseudonyms of up to 5 digits. Nothing kept: 0 (the usual path already encrypts every digit).
+ */
+export function plainDigitLimit(kept: number): number {
+  if (kept === 0) return 0;
+  return kept >= MAX_SHORT_DIGITS ? kept : kept + MAX_SHORT_DIGITS;
+}
+
+/**
+ * Every digit of the value encrypted, nothing kept: the short-value scheme over the whole text up
+ * to 5 digits (its own tweaks, see PLAIN), FF1 from 6. See plainDigitLimit for who comes here.
+ */
+export function plainDigitsJob(value: Scalar, text: string, shape: NumberShape | undefined, symbols: Symbols, tweaks: TweakCache): AnyFpeJob {
+  const total = symbols.values.length;
+  if (total <= MAX_SHORT_DIGITS) {
+    return shortJob({ text, start: 0, end: text.length, classes: 'digits', isNumber: shape !== undefined, tweakLabel: PLAIN }, value, tweaks);
+  }
+  return ff1DigitsJob(tweaks, symbols, 0, total, shape);
+}
+
 /**
  * FF1 over the digits of a text (or of a JSON number's text), keeping `keepFirst`/`keepLast` digits.
- * Fewer than 6 free digits: VALUE_TOO_SHORT_FOR_FPE, or with `short` the short-value scheme over
- * the text between the kept digits.
+ * Fewer than 6 free digits: VALUE_TOO_SHORT_FOR_FPE, or with `short` the plain-digits path
+ * (plainDigitLimit) or the short-value scheme over the text between the kept digits.
  */
 export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tweaks: TweakCache, short = false): AnyFpeJob {
   let text: string;
@@ -76,15 +111,20 @@ export function digitsJob(value: Scalar, keepFirst: number, keepLast: number, tw
   const end = total - keepLast;
   if (end - keepFirst < MIN_FF1_DIGITS) {
     if (!short) throw new ValueError(TOO_SHORT);
-    // No free digit (all of them kept): nothing to replace, the value is its own pseudonym.
-    if (end - keepFirst <= 0) return new KeptValue(value);
+    // Every value without a free digit goes this way (a value without any digit stays as it is).
+    if (total <= plainDigitLimit(keepFirst + keepLast)) return plainDigitsJob(value, text, shape, symbols, tweaks);
     const start = keepFirst === 0 ? 0 : digitPosition(text, keepFirst - 1) + 1;
     const stop = keepLast === 0 ? text.length : digitPosition(text, end);
     return shortJob({ text, start, end: stop, classes: 'digits', isNumber: shape !== undefined }, value, tweaks);
   }
+  return ff1DigitsJob(tweaks, symbols, keepFirst, end, shape);
+}
+
+/** FF1 over digits[keepFirst, end) of a value of at least 6 such digits. */
+function ff1DigitsJob(tweaks: TweakCache, symbols: Symbols, keepFirst: number, end: number, shape: NumberShape | undefined): FpeJob {
   // Cycle walking keeps a number's pseudonym free of a leading or trailing zero it would lose.
   const needLead = shape?.noLeadingZero === true && keepFirst === 0;
-  const needTrail = shape?.noTrailingZero === true && keepLast === 0;
+  const needTrail = shape?.noTrailingZero === true && end === symbols.values.length;
   const isNumber = shape !== undefined;
   return needLead || needTrail
     ? new ShapedDigitsJob(tweaks.scope, symbols, keepFirst, end, isNumber, needLead, needTrail)

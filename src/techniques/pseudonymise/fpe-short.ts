@@ -30,6 +30,11 @@ export interface ShortRegion {
   readonly finish?: (text: string) => string;
   /** The value is a JSON number: the result must re-parse to exactly its text, and is returned as a number. */
   readonly isNumber?: boolean;
+  /**
+   * Sets the permutations of one of a format's paths apart from its others (a card's plain digits
+   * from its middle digits, digits.ts), so a pseudonym on one path says nothing about the other.
+   */
+  readonly tweakLabel?: string;
 }
 
 /** Minimum domain of SP 800-38G Rev. 1, and the FF1 length (radix 2) that clears it. */
@@ -376,5 +381,5 @@ export function shortJob(region: ShortRegion, value: Scalar, tweaks: TweakCache)
   if (k === 0) return new KeptValue(value);
   const style = region.classes === 'digits' ? 'none' : caseStyle(parsed.kinds, parsed.parts);
   const domain = domainFor(region.classes, style, parsed.parts.length);
-  return new ShortJob(region, domain, parsed, tweaks.forShort(`${region.classes}/${style}/${parsed.parts.length}`));
+  return new ShortJob(region, domain, parsed, tweaks.forShort(`${region.tweakLabel ?? ''}${region.classes}/${style}/${parsed.parts.length}`));
 }
