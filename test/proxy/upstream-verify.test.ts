@@ -64,6 +64,13 @@ function assertNothingArrived(upstream: Upstream): void {
   assert.equal(upstream.rawBytes().length, 0, 'no byte of the request reached the upstream');
 }
 
+/** The app got a 502 naming the failed check, and the upstream got nothing. */
+function assertRefused(res: { status: number; text: string }, c: (typeof REFUSED)[number], upstream: Upstream): void {
+  assert.equal(res.status, 502, `${c.what}: ${res.text}`);
+  assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
+  assertNothingArrived(upstream);
+}
+
 describe('upstream certificate verification: transparent listener (routed SNI, intercepted)', () => {
   let f: Fixture;
   let tp: TransparentProxy;
@@ -114,9 +121,7 @@ describe('upstream certificate verification: transparent listener (routed SNI, i
     test(`${c.what}: 502, nothing sent upstream`, async () => {
       const upstream = f[c.upstream];
       const res = await post(upstream.port);
-      assert.equal(res.status, 502, res.text);
-      assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
-      assertNothingArrived(upstream);
+      assertRefused(res, c, upstream);
       assert.ok(!tp.logText().includes(CARD), 'the card number is not logged');
     });
   }
@@ -127,9 +132,7 @@ describe('upstream certificate verification: transparent listener (routed SNI, i
     for (const c of REFUSED) {
       const upstream = f[c.upstream];
       const res = await post(upstream.port, '/v2/elsewhere');
-      assert.equal(res.status, 502, `${c.what}: ${res.text}`);
-      assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
-      assertNothingArrived(upstream);
+      assertRefused(res, c, upstream);
     }
   });
 });
@@ -179,9 +182,7 @@ describe('upstream certificate verification: forward proxy (CONNECT to a routed 
       test(`CONNECT ${host}, ${c.what}: 502, nothing sent upstream`, async () => {
         const upstream = f[c.upstream];
         const res = await post(host, upstream.port);
-        assert.equal(res.status, 502, res.text);
-        assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
-        assertNothingArrived(upstream);
+        assertRefused(res, c, upstream);
         assert.ok(!p.logText().includes(CARD), 'the card number is not logged');
       });
     }
@@ -191,9 +192,7 @@ describe('upstream certificate verification: forward proxy (CONNECT to a routed 
     for (const c of REFUSED) {
       const upstream = f[c.upstream];
       const res = await post('localhost', upstream.port, '/v2/elsewhere');
-      assert.equal(res.status, 502, `${c.what}: ${res.text}`);
-      assert.match(JSON.parse(res.text).detail, new RegExp(`TLS verification of the upstream failed \\((?:${c.code.source})\\)`));
-      assertNothingArrived(upstream);
+      assertRefused(res, c, upstream);
     }
   });
 
