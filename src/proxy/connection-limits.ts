@@ -121,7 +121,7 @@ export class ConnectionLimits {
     // had no spare. The shortage is mostly seen when a dial to an upstream fails (exhausted()).
     server.on('error', (err: NodeJS.ErrnoException) => {
       if (!state.listening) return; // listen errors are the starter's to report
-      if (err.code === 'EMFILE' || err.code === 'ENFILE') this.exhaustedAt = this.now();
+      if (isDescriptorShortage(err)) this.exhaustedAt = this.now();
       this.logger.error({ listener: name, code: err.code }, 'proxy: listener error');
     });
   }

@@ -16,6 +16,7 @@ import { acceptedRequestId } from '../engine/request-id.ts';
 import type { ProxyRoute } from '../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from './body-kind.ts';
+import { isDescriptorShortage } from './connection-limits.ts';
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
 import { overrideMethods } from './method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
@@ -143,8 +144,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined => routes.table.match(requestFacts(req, target));
 
   const noteUpstreamError = (err: unknown): void => {
-    const code = (err as { code?: string })?.code;
-    if (code === 'EMFILE' || code === 'ENFILE') deps.onResourceExhausted?.();
+    if (isDescriptorShortage(err)) deps.onResourceExhausted?.();
   };
 
   /** Untouched streaming both ways, pooled keep-alive upstream. */

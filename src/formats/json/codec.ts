@@ -56,12 +56,23 @@ class JsonWalker {
     // content-detection action, if the plan has one.
     const loose = inherited ?? this.resolver.contentAction?.();
     if (root === null || typeof root !== 'object') {
-      if (loose === undefined) return root;
-      const embedded = loose.byContent === true && typeof root === 'string' ? protectEmbeddedJson(root, this.resolver, this.limits.maxDepth, () => []) : undefined;
-      return embedded ?? loose.apply(root as Scalar, '$');
+      return loose === undefined ? root : this.protectScalar(loose, root, 0, undefined, () => '$');
     }
     this.visit(root as object, inherited, 1, loose);
     return root;
+  }
+
+  /**
+   * A scalar's protected value. An unclaimed string holding a JSON document is protected as one
+   * (protect-text.ts), below `last` (undefined: the root itself).
+   */
+  private protectScalar(action: FieldAction, v: unknown, depth: number, last: string | number | undefined, location: () => string): Scalar {
+    if (action.byContent === true && typeof v === 'string') {
+      const trail = () => (last === undefined ? [] : [...this.trail, last]);
+      const embedded = protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, trail);
+      if (embedded !== undefined) return embedded;
+    }
+    return action.apply(v as Scalar, location);
   }
 
   private pathTo(last: string | number): string {
@@ -91,8 +102,7 @@ class JsonWalker {
           this.visit(v, inherited, depth + 1, loose);
           trail.pop();
         } else if (action) {
-          const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, i]) : undefined;
-          node[i] = embedded ?? action.apply(v as Scalar, () => this.locationTo(i));
+          node[i] = this.protectScalar(action, v, depth, i, () => this.locationTo(i));
         }
       }
       return;
@@ -118,9 +128,7 @@ class JsonWalker {
         this.visit(v, action, depth + 1);
         trail.pop();
       } else {
-        // An unclaimed string holding a JSON document is protected as one (protect-text.ts).
-        const embedded = action.byContent === true && typeof v === 'string' ? protectEmbeddedJson(v, this.resolver, this.limits.maxDepth - depth, () => [...trail, key]) : undefined;
-        const out = embedded ?? action.apply(v as Scalar, () => this.locationTo(key));
+        const out = this.protectScalar(action, v, depth, key, () => this.locationTo(key));
         if (out !== v) setOwn(obj, key, out);
       }
     }

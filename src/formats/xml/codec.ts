@@ -263,14 +263,14 @@ class XmlProtector implements XmlEvents {
       const value = values[i];
       if (value === piece.value) continue;
       if (!piece.cdata) this.edit(piece.start, piece.end, escapeText(value));
-      else if (!value.includes(']]>') && !value.includes('\r')) this.edit(piece.start, piece.end, value);
+      else if (fitsCdata(value)) this.edit(piece.start, piece.end, value);
       // CDATA cannot hold these: the section becomes escaped text (a reader sees the same value).
       else this.edit(piece.start - CDATA_OPEN.length, piece.end + CDATA_CLOSE.length, escapeText(value));
     }
   }
 
   private writeContent(content: LeafContent, replacement: string): void {
-    const canStayCdata = content.cdata && !replacement.includes(']]>') && !replacement.includes('\r');
+    const canStayCdata = content.cdata && fitsCdata(replacement);
     this.edit(content.start, content.end, canStayCdata ? `<![CDATA[${replacement}]]>` : escapeText(replacement));
   }
 
@@ -338,4 +338,9 @@ function locationThunk(input: string, element: ElementFrame, attribute: string |
     for (let i = offsets.length - 2; i >= 0; i -= 2) path += '/' + safeName(input.slice(offsets[i], offsets[i + 1]));
     return attribute === undefined ? path : `${path}/${attribute}`;
   };
+}
+
+/** Text a CDATA section can hold as it is: no `]]>`, and no CR (a reader would turn it into LF). */
+function fitsCdata(text: string): boolean {
+  return !text.includes(CDATA_CLOSE) && !text.includes('\r');
 }

@@ -27,7 +27,6 @@ export interface ProtectValuesDeps {
   readonly limits: LimitsConfig;
 }
 
-
 /**
  * The call's request id: `request_id` when acceptable, else an `x-request-id` metadata entry when
  * acceptable, else a fresh UUID. Acceptable: well formed and holding no personal data the content
