@@ -92,7 +92,11 @@ export function upstreamPki(dir: string, names: readonly string[] = ['localhost'
   return { caPem: ca.pem, caFile, certPem: leaf.pem, keyPem: leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
 }
 
-export async function startUpstream(options: { tls?: TestPki; handler?: UpstreamHandler; host?: string } = {}): Promise<Upstream> {
+/**
+ * A recording upstream (echo by default) on `host`, or on each of `hosts` at one port (the
+ * transparent tests' upstreams answer on several loopback addresses).
+ */
+export async function startUpstream(options: { tls?: TestPki; handler?: UpstreamHandler; host?: string; hosts?: readonly string[] } = {}): Promise<Upstream> {
   const received: Received[] = [];
   const raw: Buffer[] = [];
   const sockets = new Set<Socket>();
@@ -106,30 +110,37 @@ export async function startUpstream(options: { tls?: TestPki; handler?: Upstream
       handler(req, res, body);
     });
   };
-  const server: Server = options.tls
-    ? createHttpsServer({ cert: options.tls.certPem, key: options.tls.keyPem }, onRequest)
-    : createHttpServer(onRequest);
   const onSocket = (s: Socket): void => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
     // Plain upstreams: the bytes on the wire. TLS upstreams: the decrypted bytes (secureConnection).
     s.on('data', (d: Buffer) => raw.push(d));
   };
-  if (options.tls) server.on('secureConnection', onSocket);
-  else server.on('connection', onSocket);
-  const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const port = (server.address() as AddressInfo).port;
+  const hosts = options.hosts ?? [options.host ?? '127.0.0.1'];
+  const servers: Server[] = [];
+  let port = 0;
+  for (const host of hosts) {
+    const server: Server = options.tls
+      ? createHttpsServer({ cert: options.tls.certPem, key: options.tls.keyPem }, onRequest)
+      : createHttpServer(onRequest);
+    server.on(options.tls ? 'secureConnection' : 'connection', onSocket);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    port = (server.address() as AddressInfo).port;
+    servers.push(server);
+  }
+  const first = hosts[0]!;
   return {
     port,
-    origin: `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    origin: `${options.tls ? 'https' : 'http'}://${first.includes(':') ? `[${first}]` : first}:${port}`,
     received,
     rawBytes: () => Buffer.concat(raw),
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    },
   };
 }
 

@@ -2,10 +2,6 @@
 // proxy started with the transparent listener on, whose "original destination" is whatever the test
 // says the next connection was going to (no kernel redirect needed on loopback).
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { ProxyRoute, TransparentConfig } from '../../../src/config/types.ts';
@@ -14,48 +10,11 @@ import { Metrics } from '../../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../../src/proxy/index.ts';
 import type { OriginalDestination } from '../../../src/core/original-destination.ts';
 import { testEngine } from '../../helpers/engine.ts';
-import { echo, proxyConfig, tempDir, upstreamPki, type Received, type TestPki, type Upstream } from '../helpers.ts';
+import { proxyConfig, startUpstream, tempDir, upstreamPki, type TestPki, type Upstream } from '../helpers.ts';
 
-/** A recording echo upstream (like ../helpers.ts startUpstream) on several loopback addresses at one port. */
-export async function startUpstreamOn(addresses: readonly string[], options: { tls?: TestPki } = {}): Promise<Upstream> {
-  const received: Received[] = [];
-  const raw: Buffer[] = [];
-  const sockets = new Set<Socket>();
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
-      echo(req, res, body);
-    });
-  };
-  const servers: Server[] = [];
-  let port = 0;
-  for (const address of addresses) {
-    const server = options.tls ? createHttpsServer({ cert: options.tls.certPem, key: options.tls.keyPem }, onRequest) : createHttpServer(onRequest);
-    server.on(options.tls ? 'secureConnection' : 'connection', (s: Socket) => {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('data', (d: Buffer) => raw.push(d));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, address, () => resolve());
-    });
-    port = (server.address() as AddressInfo).port;
-    servers.push(server);
-  }
-  return {
-    port,
-    origin: `${options.tls ? 'https' : 'http'}://${addresses[0]}:${port}`,
-    received,
-    rawBytes: () => Buffer.concat(raw),
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-    },
-  };
+/** A recording echo upstream on several loopback addresses at one port. */
+export function startUpstreamOn(addresses: readonly string[], options: { tls?: TestPki } = {}): Promise<Upstream> {
+  return startUpstream({ ...options, hosts: addresses });
 }
 
 /** An upstream CA (not the gateway's) and one server certificate for every name and address given. */
