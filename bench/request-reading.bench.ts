@@ -2,9 +2,9 @@
 // reader (split, canonical host, canonical path) and route selection, next to Node's own `URL`
 // parse of the same targets (the baseline, same run). Bounded to a few seconds.
 
-import { readPath } from '../src/proxy/canonical-path.ts';
-import { forwardTarget } from '../src/proxy/request-target.ts';
-import { compileRoutes, type RequestFacts } from '../src/proxy/routes.ts';
+import { readPath } from '../src/proxy/reading/canonical-path.ts';
+import { forwardTarget } from '../src/proxy/reading/request-target.ts';
+import { compileRoutes, type RequestFacts } from '../src/proxy/reading/routes.ts';
 import type { ProxyRoute } from '../src/config/types.ts';
 import { timeLoop } from './timing.ts';
 

@@ -1,6 +1,6 @@
 // The gateway CA for intercepted TLS: loaded from the configured PEM files, or generated once under
 // the data directory. One CA for everything that uses it: the proxy mints its leaves from it
-// (src/proxy/ca.ts) and `dpg ca bundle` hands it to apps (src/capture/ca-bundle.ts), so both
+// (src/proxy/forwarding/ca.ts) and `dpg ca bundle` hands it to apps (src/capture/ca-bundle.ts), so both
 // find the same one given the same config and DPG_DATA_DIR.
 
 import { generateKeyPairSync, type X509Certificate } from 'node:crypto';

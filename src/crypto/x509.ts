@@ -1,5 +1,5 @@
 // X.509 v3 certificates (RFC 5280), the one place the project builds them: the gateway CA and the
-// leaves the proxy mints per host (src/crypto/gateway-ca.ts, src/proxy/ca.ts), the admission
+// leaves the proxy mints per host (src/crypto/gateway-ca.ts, src/proxy/forwarding/ca.ts), the admission
 // webhook's CA and serving certificate (src/k8s/webhook-certs.ts), and the certificates test
 // servers use. The ASN.1 structures come from @peculiar/asn1-x509 (the schema layer of
 // @peculiar/x509, made for exactly this); node:crypto signs them. Why not @peculiar/x509 itself:

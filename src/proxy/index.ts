@@ -1,5 +1,12 @@
 // The egress sidecar proxy: a forward proxy (absolute-form HTTP and CONNECT, with TLS interception
 // for routed hosts) and reverse listeners, all sharing one route table, one upstream pool and the engine.
+//
+// The folder follows the data: listeners (this file: forward, reverse and intercepted tunnels;
+// transparent/: connections redirected by capture) hand each request to reading/ (what the request
+// is, and which route covers it: one reading shared by every listener), then to exchange/ (one
+// exchange: read the body under a limit, protect it with the route's phase, answer the app), which
+// uses forwarding/ (the upstream pool, CONNECT tunnels, upgrades, splices, interception
+// certificates, connection limits). problem.ts holds the answers the proxy itself gives.
 
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,19 +18,19 @@ import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
 import { loadOrCreateCa } from '../crypto/gateway-ca.ts';
-import { LeafCertificates } from './ca.ts';
-import { ConnectionLimits, IdleSweeper } from './connection-limits.ts';
-import { DialAddresses } from './dial-address.ts';
-import { createExchange, requestFacts, type CompiledRouteSet, type Exchange, type Target } from './exchange.ts';
-import { compilePhase, type CompiledPhase } from './phase.ts';
+import { LeafCertificates } from './forwarding/ca.ts';
+import { ConnectionLimits, IdleSweeper } from './forwarding/connection-limits.ts';
+import { DialAddresses } from './reading/dial-address.ts';
+import { createExchange, requestFacts, type CompiledRouteSet, type Exchange, type Target } from './exchange/exchange.ts';
+import { compilePhase, type CompiledPhase } from './exchange/phase.ts';
 import { problemOf, sendProblem, sendProblemOnSocket } from './problem.ts';
-import { forwardTarget, reverseBase, reverseTarget, tunnelTarget, type TargetReading } from './request-target.ts';
-import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost } from './route-host-addresses.ts';
-import { canonicalHost, compileRoutes, isValidHostPattern } from './routes.ts';
-import { handleConnect, type TunnelTarget } from './tunnel.ts';
-import { handleUpgrade } from './upgrade.ts';
+import { forwardTarget, reverseBase, reverseTarget, tunnelTarget, type TargetReading } from './reading/request-target.ts';
+import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost } from './reading/route-host-addresses.ts';
+import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/routes.ts';
+import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
+import { handleUpgrade } from './forwarding/upgrade.ts';
 import type { TransparentDeps } from './transparent/index.ts';
-import { createUpstreamAgent, upstreamProblem, upstreamRoots } from './upstream.ts';
+import { createUpstreamAgent, upstreamProblem, upstreamRoots } from './forwarding/upstream.ts';
 
 export interface ProxyDeps {
   readonly config: ProxyConfig;

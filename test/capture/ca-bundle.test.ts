@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { buildBundle, TRUSTSTORE_PASSWORD } from '../../src/capture/ca-bundle.ts';
 import { CA_CERT_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
-import { LeafCertificates } from '../../src/proxy/ca.ts';
+import { LeafCertificates } from '../../src/proxy/forwarding/ca.ts';
 import { sharedTempDir } from '../helpers/netns.ts';
 
 const run = promisify(execFile);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { connect as netConnect } from 'node:net';
 import { after, before, test } from 'node:test';
-import { UpstreamCancel } from '../../src/proxy/exchange.ts';
+import { UpstreamCancel } from '../../src/proxy/exchange/exchange.ts';
 import { proxyConfig, route, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 /** Upstream that never answers; resolves `closed` when the proxy drops the request. */

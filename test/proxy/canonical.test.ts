@@ -7,12 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import type { ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
-import { bodyKindOf, sniffBodyKind } from '../../src/proxy/body-kind.ts';
-import { canonicalHostOf, formatAuthority, readAuthority } from '../../src/proxy/canonical-host.ts';
-import { readPath } from '../../src/proxy/canonical-path.ts';
-import { forwardTarget, reverseBase, reverseTarget, tunnelTarget } from '../../src/proxy/request-target.ts';
-import { RouteHostAddresses } from '../../src/proxy/route-host-addresses.ts';
-import { compileRoutes, type RequestFacts } from '../../src/proxy/routes.ts';
+import { bodyKindOf, sniffBodyKind } from '../../src/proxy/reading/body-kind.ts';
+import { canonicalHostOf, formatAuthority, readAuthority } from '../../src/proxy/reading/canonical-host.ts';
+import { readPath } from '../../src/proxy/reading/canonical-path.ts';
+import { forwardTarget, reverseBase, reverseTarget, tunnelTarget } from '../../src/proxy/reading/request-target.ts';
+import { RouteHostAddresses } from '../../src/proxy/reading/route-host-addresses.ts';
+import { compileRoutes, type RequestFacts } from '../../src/proxy/reading/routes.ts';
 
 const silent = createLogger({ level: 'silent' });
 

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DialAddresses } from '../../src/proxy/dial-address.ts';
+import { DialAddresses } from '../../src/proxy/reading/dial-address.ts';
 import { route } from './helpers.ts';
 
 const mask = { manifest: 'customer', jobType: 'Mask' } as const;

@@ -7,8 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { readPath } from '../../src/proxy/canonical-path.ts';
-import { compilePathGlob } from '../../src/proxy/routes.ts';
+import { readPath } from '../../src/proxy/reading/canonical-path.ts';
+import { compilePathGlob } from '../../src/proxy/reading/routes.ts';
 import {
   CARD,
   exchangeRaw,

@@ -18,7 +18,7 @@ import type { ProxyConfig, ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
-import type { ResolveHost } from '../../src/proxy/route-host-addresses.ts';
+import type { ResolveHost } from '../../src/proxy/reading/route-host-addresses.ts';
 import { createCertificate, encodeName, issuerIdentity, randomSerial } from '../../src/crypto/x509.ts';
 import { testEngine } from '../helpers/engine.ts';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
-import type { ResolveHost } from '../../src/proxy/route-host-addresses.ts';
+import type { ResolveHost } from '../../src/proxy/reading/route-host-addresses.ts';
 import {
   CARD,
   connectTcp,

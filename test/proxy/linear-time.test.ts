@@ -7,10 +7,10 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { canonicalHostOf } from '../../src/proxy/canonical-host.ts';
-import { readPath } from '../../src/proxy/canonical-path.ts';
-import { readAbsoluteForm } from '../../src/proxy/request-target.ts';
-import { canonicalHost, compilePathGlob, normalizePath } from '../../src/proxy/routes.ts';
+import { canonicalHostOf } from '../../src/proxy/reading/canonical-host.ts';
+import { readPath } from '../../src/proxy/reading/canonical-path.ts';
+import { readAbsoluteForm } from '../../src/proxy/reading/request-target.ts';
+import { canonicalHost, compilePathGlob, normalizePath } from '../../src/proxy/reading/routes.ts';
 import { peekHttpHead } from '../../src/proxy/transparent/http-head.ts';
 
 const SIZE = 16 * 1024;

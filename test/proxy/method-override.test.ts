@@ -7,8 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { overrideMethods } from '../../src/proxy/method-override.ts';
-import { ANY_METHOD } from '../../src/proxy/routes.ts';
+import { overrideMethods } from '../../src/proxy/reading/method-override.ts';
+import { ANY_METHOD } from '../../src/proxy/reading/routes.ts';
 import { CARD, proxyConfig, route, sendRaw, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 const MASKED = '************1111';

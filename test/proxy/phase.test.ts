@@ -6,11 +6,11 @@ import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DpgError } from '../../src/core/errors.ts';
-import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from '../../src/proxy/body.ts';
-import { endToEndHeaders } from '../../src/proxy/headers.ts';
-import { compilePhase, inferBodyKind } from '../../src/proxy/phase.ts';
-import { forwardTarget } from '../../src/proxy/request-target.ts';
-import { parseAuthority } from '../../src/proxy/tunnel.ts';
+import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from '../../src/proxy/exchange/body.ts';
+import { endToEndHeaders } from '../../src/proxy/exchange/headers.ts';
+import { compilePhase, inferBodyKind } from '../../src/proxy/exchange/phase.ts';
+import { forwardTarget } from '../../src/proxy/reading/request-target.ts';
+import { parseAuthority } from '../../src/proxy/forwarding/tunnel.ts';
 import { testEngine } from '../helpers/engine.ts';
 
 const engine = testEngine();

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ProxyRoute } from '../../src/config/types.ts';
-import { compileContentType, compileHost, compilePathGlob, compileRoutes, normalizePath, type RequestFacts } from '../../src/proxy/routes.ts';
+import { compileContentType, compileHost, compilePathGlob, compileRoutes, normalizePath, type RequestFacts } from '../../src/proxy/reading/routes.ts';
 
 const facts = (f: Partial<RequestFacts> = {}): RequestFacts => ({
   host: 'api.partner.example',

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ProxyAgent, request } from 'undici';
 import { CARD, proxyConfig, route, startTestProxy, startUpstream, tempDir, upstreamPki, type TestPki, type TestProxy, type Upstream } from './helpers.ts';
-import { isUpstreamTlsCode, upstreamProblem } from '../../src/proxy/upstream.ts';
+import { isUpstreamTlsCode, upstreamProblem } from '../../src/proxy/forwarding/upstream.ts';
 import { startTransparentProxy, type TransparentProxy } from './transparent/helpers.ts';
 
 const MASKED = '************1111';

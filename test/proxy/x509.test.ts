@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { connect, TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
-import { LeafCertificates } from '../../src/proxy/ca.ts';
+import { LeafCertificates } from '../../src/proxy/forwarding/ca.ts';
 import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
 import { createCertificate, encodeName, issuerIdentity, keyIdentifier, randomSerial } from '../../src/crypto/x509.ts';
 import { tempDir } from './helpers.ts';

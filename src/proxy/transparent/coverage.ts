@@ -10,7 +10,7 @@
 // compiled with the proxy's route-host-addresses.ts, shared with CONNECT.)
 
 import type { ProxyRoute } from '../../config/types.ts';
-import { canonicalHostOf, ipVersion } from '../canonical-host.ts';
+import { canonicalHostOf, ipVersion } from '../reading/canonical-host.ts';
 
 export interface DestinationCoverage {
   /** True when some route could match a request sent to this address and port. */

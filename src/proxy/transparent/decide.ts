@@ -19,7 +19,7 @@
 // A client that stays silent (server-speaks-first protocols) gets its upstream connected while the
 // gateway keeps waiting for its first bytes; see index.ts.
 
-import { canonicalHost } from '../routes.ts';
+import { canonicalHost } from '../reading/routes.ts';
 import type { HelloResult } from './client-hello.ts';
 import type { DestinationCoverage } from './coverage.ts';
 import type { HeadResult } from './http-head.ts';

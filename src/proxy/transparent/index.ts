@@ -13,19 +13,19 @@ import { TLSSocket } from 'node:tls';
 import type { ProxyRoute, TransparentConfig } from '../../config/types.ts';
 import type { Logger } from '../../core/logger.ts';
 import { StartupError } from '../../core/errors.ts';
-import type { LeafCertificates } from '../ca.ts';
-import { canonicalHostOf, readAuthority } from '../canonical-host.ts';
-import { readPath, targetOf } from '../canonical-path.ts';
-import { requestFacts, type Target } from '../exchange.ts';
-import { readAbsoluteForm, type TargetReading } from '../request-target.ts';
-import { stripBrackets, type RouteTable } from '../routes.ts';
-import { track } from '../tunnel.ts';
+import type { LeafCertificates } from '../forwarding/ca.ts';
+import { canonicalHostOf, readAuthority } from '../reading/canonical-host.ts';
+import { readPath, targetOf } from '../reading/canonical-path.ts';
+import { requestFacts, type Target } from '../exchange/exchange.ts';
+import { readAbsoluteForm, type TargetReading } from '../reading/request-target.ts';
+import { stripBrackets, type RouteTable } from '../reading/routes.ts';
+import { track } from '../forwarding/tunnel.ts';
 import { isTlsHandshake, parseClientHello } from './client-hello.ts';
 import { RouteCoverage } from './coverage.ts';
 import { decideOnAccept, decidePlain, decideTls, type Decision, type DecisionContext } from './decide.ts';
 import { peekHttpHead } from './http-head.ts';
 import { loadOriginalDestinationReader, type OriginalDestination, type OriginalDestinationReader } from '../../core/original-destination.ts';
-import { connectUpstream, relay, type SpliceOptions } from './splice.ts';
+import { connectUpstream, relay, type SpliceOptions } from '../forwarding/splice.ts';
 
 export interface TransparentDeps {
   readonly config: TransparentConfig;

@@ -8,10 +8,10 @@ import { describe, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
 import { parseClientHello } from '../../../src/proxy/transparent/client-hello.ts';
 import { RouteCoverage } from '../../../src/proxy/transparent/coverage.ts';
-import { canonicalHostOf } from '../../../src/proxy/canonical-host.ts';
+import { canonicalHostOf } from '../../../src/proxy/reading/canonical-host.ts';
 import { decideOnAccept, decidePlain, decideTls, type DecisionContext } from '../../../src/proxy/transparent/decide.ts';
 import { peekHttpHead } from '../../../src/proxy/transparent/http-head.ts';
-import { compileRoutes } from '../../../src/proxy/routes.ts';
+import { compileRoutes } from '../../../src/proxy/reading/routes.ts';
 import { route } from '../helpers.ts';
 
 /** The first flight of a real Node TLS client asking for `servername`. */

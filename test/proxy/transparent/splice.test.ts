@@ -14,7 +14,7 @@ if (!ulimitWorks) console.log('# SKIPPED the spliced-dial descriptor test: `ulim
 const CHILD = `
 import { openSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { connectUpstream } from ${JSON.stringify(resolve('src/proxy/transparent/splice.ts'))};
+import { connectUpstream } from ${JSON.stringify(resolve('src/proxy/forwarding/splice.ts'))};
 const server = createServer((s) => s.destroy());
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address();

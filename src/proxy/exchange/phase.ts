@@ -1,16 +1,16 @@
 // One phase of a route (request or response), compiled once: the validated job, and how a body of
 // a given media type and the selected query parameters are protected with it.
 
-import { DpgError } from '../core/errors.ts';
-import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../core/types.ts';
-import type { RoutePhase } from '../config/types.ts';
-import type { Engine, PreparedJob } from '../engine/types.ts';
-import type { FieldAction } from '../formats/codec.ts';
-import { parseJobRequest } from '../engine/request.ts';
-import { normalizeName } from '../manifest/selectors.ts';
-import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from './body-kind.ts';
+import { DpgError } from '../../core/errors.ts';
+import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../../core/types.ts';
+import type { RoutePhase } from '../../config/types.ts';
+import type { Engine, PreparedJob } from '../../engine/types.ts';
+import type { FieldAction } from '../../formats/codec.ts';
+import { parseJobRequest } from '../../engine/request.ts';
+import { normalizeName } from '../../manifest/selectors.ts';
+import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../reading/body-kind.ts';
 
-export { inferBodyKind } from './body-kind.ts';
+export { inferBodyKind } from '../reading/body-kind.ts';
 
 /** What a phase did to one message; never holds values. */
 export interface PhaseOutcome {

@@ -3,8 +3,8 @@
 
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import type { GatewayCa } from '../crypto/gateway-ca.ts';
-import { createCertificate, encodeName, randomSerial } from '../crypto/x509.ts';
+import type { GatewayCa } from '../../crypto/gateway-ca.ts';
+import { createCertificate, encodeName, randomSerial } from '../../crypto/x509.ts';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;

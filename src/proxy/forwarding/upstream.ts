@@ -5,7 +5,7 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { Agent } from 'undici';
 import { isDescriptorShortage } from './connection-limits.ts';
-import { upstreamTimeout, upstreamUnreachable, type Problem } from './problem.ts';
+import { upstreamTimeout, upstreamUnreachable, type Problem } from '../problem.ts';
 
 export interface UpstreamOptions {
   readonly connectTimeoutMs: number;

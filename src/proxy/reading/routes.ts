@@ -1,7 +1,7 @@
 // Route matching, compiled once from the `proxy.routes` config: host (exact or `*.` wildcard),
 // port, methods, path glob and content type. First match wins.
 
-import type { ProxyRoute, RouteMatch } from '../config/types.ts';
+import type { ProxyRoute, RouteMatch } from '../../config/types.ts';
 import { canonicalHostOf, ipVersion, trimTrailingDots } from './canonical-host.ts';
 import { NO_ALIASES, type HostAliases } from './route-host-addresses.ts';
 

@@ -12,8 +12,8 @@ import {
   inflateSync,
   constants as zlib,
 } from 'node:zlib';
-import { DpgError } from '../core/errors.ts';
-import { readLimited } from '../core/read-limited.ts';
+import { DpgError } from '../../core/errors.ts';
+import { readLimited } from '../../core/read-limited.ts';
 
 /** The client (or upstream) went away before the body was complete. */
 export class BodyAbortedError extends Error {

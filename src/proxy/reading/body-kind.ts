@@ -2,8 +2,8 @@
 // protects, or it is not forwarded: a type switch (`text/plain`, no Content-Type, a `+json` type
 // the route did not name) must not switch protection off.
 
-import { DpgError, type ErrorCode } from '../core/errors.ts';
-import type { DataSetType } from '../core/types.ts';
+import { DpgError, type ErrorCode } from '../../core/errors.ts';
+import type { DataSetType } from '../../core/types.ts';
 
 /**
  * Input the proxy refuses to read: ambiguous between servers (a form with `;`, a JSON document

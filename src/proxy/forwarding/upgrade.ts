@@ -5,12 +5,12 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { DpgError } from '../core/errors.ts';
+import { DpgError } from '../../core/errors.ts';
 import { isDescriptorShortage } from './connection-limits.ts';
-import { originOf, type Target } from './exchange.ts';
-import { hasRequestBody } from './headers.ts';
-import { problemOf, sendProblemOnSocket } from './problem.ts';
-import type { RequestFacts, RouteTable } from './routes.ts';
+import { originOf, type Target } from '../exchange/exchange.ts';
+import { hasRequestBody } from '../exchange/headers.ts';
+import { problemOf, sendProblemOnSocket } from '../problem.ts';
+import type { RequestFacts, RouteTable } from '../reading/routes.ts';
 import { track } from './tunnel.ts';
 
 /**

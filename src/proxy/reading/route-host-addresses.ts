@@ -5,7 +5,7 @@
 // injectable so tests need no DNS.
 
 import { lookup } from 'node:dns/promises';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../../core/logger.ts';
 import { canonicalHostOf, ipVersion } from './canonical-host.ts';
 
 /** Every address a name resolves to (any spelling; they are canonicalised here). */

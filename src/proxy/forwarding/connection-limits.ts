@@ -6,7 +6,7 @@
 
 // node:net's Server: HTTP listeners and the transparent listener (a plain TCP server) alike.
 import type { Server, Socket } from 'node:net';
-import type { Logger } from '../core/logger.ts';
+import type { Logger } from '../../core/logger.ts';
 
 interface Tracked {
   /** bytesRead + bytesWritten at the last sweep that saw a change. */

@@ -6,13 +6,13 @@ import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
-import { DpgError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
+import { DpgError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
 import type { LeafCertificates } from './ca.ts';
-import { isUnspecifiedAddress, readAuthority } from './canonical-host.ts';
+import { isUnspecifiedAddress, readAuthority } from '../reading/canonical-host.ts';
 import { isDescriptorShortage } from './connection-limits.ts';
-import { problemOf, sendProblemOnSocket } from './problem.ts';
-import type { RouteTable } from './routes.ts';
+import { problemOf, sendProblemOnSocket } from '../problem.ts';
+import type { RouteTable } from '../reading/routes.ts';
 
 /** The CONNECT authority an intercepted connection was opened for. */
 export interface TunnelTarget {

@@ -11,7 +11,7 @@
 // MAX_NAMES names kept (least recently used out). A name that does not resolve is refused (502),
 // never passed on to be resolved by someone else.
 
-import type { ProxyRoute } from '../config/types.ts';
+import type { ProxyRoute } from '../../config/types.ts';
 import { canonicalHostOf, ipVersion } from './canonical-host.ts';
 import type { ResolveHost } from './route-host-addresses.ts';
 

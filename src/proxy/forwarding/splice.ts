@@ -5,7 +5,7 @@
 
 import { connect, type Socket } from 'node:net';
 import type { OriginalDestination } from '../../core/original-destination.ts';
-import { isDescriptorShortage } from '../connection-limits.ts';
+import { isDescriptorShortage } from './connection-limits.ts';
 
 export interface SpliceOptions {
   readonly connectTimeoutMs: number;

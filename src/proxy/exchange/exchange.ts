@@ -8,21 +8,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
 import { Writable, type Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
-import { audit } from '../core/audit.ts';
-import { DpgError, isDpgError } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import type { Metrics } from '../core/metrics.ts';
-import { acceptedRequestId } from '../engine/request-id.ts';
-import type { ProxyRoute } from '../config/types.ts';
+import { audit } from '../../core/audit.ts';
+import { DpgError, isDpgError } from '../../core/errors.ts';
+import type { Logger } from '../../core/logger.ts';
+import type { Metrics } from '../../core/metrics.ts';
+import { acceptedRequestId } from '../../engine/request-id.ts';
+import type { ProxyRoute } from '../../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
-import { printableType, RefusedInputError } from './body-kind.ts';
-import { isDescriptorShortage } from './connection-limits.ts';
+import { printableType, RefusedInputError } from '../reading/body-kind.ts';
+import { isDescriptorShortage } from '../forwarding/connection-limits.ts';
 import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
-import { overrideMethods } from './method-override.ts';
+import { overrideMethods } from '../reading/method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
-import { problemOf, sendProblem, type Problem } from './problem.ts';
-import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from './routes.ts';
-import { isUpstreamTlsCode, upstreamProblem } from './upstream.ts';
+import { problemOf, sendProblem, type Problem } from '../problem.ts';
+import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from '../reading/routes.ts';
+import { isUpstreamTlsCode, upstreamProblem } from '../forwarding/upstream.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
 export interface Target {

@@ -8,7 +8,7 @@
 
 import { formatAuthority, isUnspecifiedAddress, readAuthority, type Authority } from './canonical-host.ts';
 import { readPath, targetOf, type PathRefusal } from './canonical-path.ts';
-import type { Target } from './exchange.ts';
+import type { Target } from '../exchange/exchange.ts';
 import { NO_ALIASES, type HostAliases } from './route-host-addresses.ts';
 
 /** A request the proxy will not read one way: answered with 400, nothing sent upstream. */
