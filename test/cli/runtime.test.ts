@@ -252,7 +252,15 @@ describe('dpg serve start-up failures and dpg probe', () => {
     } finally {
       blocker.close();
     }
-    const prod = dpg(['serve', '-c', CONFIG], { env: { ...base, NODE_ENV: 'production' } });
+    // The default config with a keyring from DPG_KEYRING: production refuses a generated one first.
+    const prodConfig = join(data, 'prod.yaml');
+    writeFileSync(
+      prodConfig,
+      readFileSync(CONFIG, 'utf8')
+        .replace(/source: generated .*\n/, 'source: env\n')
+        .replace('manifests: manifests', `manifests: ${resolve('config/manifests')}`),
+    );
+    const prod = dpg(['serve', '-c', prodConfig], { env: { ...base, NODE_ENV: 'production', DPG_KEYRING: KEYRING } });
     assert.equal(prod.code, 1);
     assert.match(prod.stderr, /Refusing to start: the demo credentials .* NODE_ENV is production/);
     const bad = join(data, 'bad.yaml');
