@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -116,6 +116,31 @@ describe('the admin listener', () => {
     } finally {
       await upstream.close();
     }
+  });
+
+  it('/readyz says 503 while the proxy is at its connection cap, /healthz stays 200, and 200 again after', async () => {
+    const { file, env } = config('admin:\n  listen: 127.0.0.1:0\n', '  listen: 127.0.0.1:0\n  maxConnections: 1\n');
+    const gateway = await startGateway(file, env);
+    running.push(gateway);
+    const admin = gateway.ports.admin!;
+    assert.equal((await get(admin, '/readyz')).status, 200);
+    const held = connect(gateway.ports.proxy!, '127.0.0.1');
+    await new Promise((resolve) => held.once('connect', resolve));
+    try {
+      let ready = await get(admin, '/readyz');
+      for (let i = 0; i < 100 && ready.status === 200; i++) ready = await get(admin, '/readyz'); // the server counts the socket on its next turn
+      assert.deepEqual([ready.status, ready.body], [503, '{"status":"not ready"}']);
+      assert.equal((await get(admin, '/healthz')).status, 200, 'alive all the same');
+    } finally {
+      held.destroy();
+    }
+    let again = await get(admin, '/readyz');
+    for (let i = 0; i < 100 && again.status !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      again = await get(admin, '/readyz');
+    }
+    assert.equal(again.status, 200);
+    assert.equal(await gateway.stop(), 0);
   });
 
   it('`off` in the config or DPG_ADMIN_ADDR=off opens no admin listener; DPG_ADMIN_ADDR wins over the file', async () => {
