@@ -1,7 +1,10 @@
 # The gateway image: `dpg serve` as UID/GID 10001, read-only root filesystem, one writable data
 # directory. Build:   docker build -t dpg:0.1.0 .     (podman build --format docker … works too)
-# Run the sidecar profile (the default config), or mount your own /etc/dpg/gateway.yaml:
-#   docker run --read-only -v dpg-data:/var/lib/dpg -e DPG_PROXY_ADDR=0.0.0.0:15001 -p 15001:15001 dpg:0.1.0
+# Run the sidecar profile (the default config: keys from DPG_KEYRING, since NODE_ENV=production refuses
+# a generated keyring; admin listener for /metrics, /healthz, /readyz on 127.0.0.1:15020), or mount
+# your own /etc/dpg/gateway.yaml:
+#   docker run --read-only -v dpg-data:/var/lib/dpg -e DPG_KEYRING="$(base64 -w0 keyring.yaml)" \
+#     -e DPG_PROXY_ADDR=0.0.0.0:15001 -p 15001:15001 dpg:0.1.0
 #
 # The same image runs `dpg capture` (root, NET_ADMIN/NET_RAW only: the dpg-init container of a
 # Kubernetes pod) and the transparent listener (koffi's native binary): it carries Debian's iptables.
@@ -61,8 +64,9 @@ LABEL org.opencontainers.image.title="dpg" \
 COPY --from=build /out/iptables/ /
 COPY --from=build /out/app/ /
 COPY --from=build --chown=10001:10001 /out/data/ /var/lib/dpg/
-# The default config is the sidecar profile (egress proxy only; no API, no identity, no demo
-# credentials). Mount your own at /etc/dpg/gateway.yaml for the HTTP and gRPC APIs.
+# The default config is the sidecar profile (egress proxy and admin listener only; no API, no
+# identity, no demo credentials; the keyring from DPG_KEYRING). Mount your own at
+# /etc/dpg/gateway.yaml for the HTTP and gRPC APIs.
 COPY config/sidecar.yaml /etc/dpg/gateway.yaml
 COPY config/manifests/ /etc/dpg/manifests/
 # Fail the build, not the pod, when this base cannot run what transparent capture needs: each

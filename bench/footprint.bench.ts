@@ -53,7 +53,9 @@ async function idleNode(code: string): Promise<number> {
   return rss;
 }
 
-const ports = { http: 28180, grpc: 28190, proxy: 28101 };
+const ports = { http: 28180, grpc: 28190, proxy: 28101, admin: 28120 };
+/** The sidecar profile reads its keyring from DPG_KEYRING (NODE_ENV=production refuses a generated one). */
+const KEYRING = `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${Buffer.alloc(32, 9).toString('base64')}" }\n`;
 
 interface Gateway {
   readonly child: ChildProcess;
@@ -92,6 +94,9 @@ async function startGateway(config: string, dataDir: string, readyUrl: string): 
       DPG_HTTP_ADDR: `127.0.0.1:${ports.http}`,
       DPG_GRPC_ADDR: `127.0.0.1:${ports.grpc}`,
       DPG_PROXY_ADDR: `127.0.0.1:${ports.proxy}`,
+      // The sidecar profile's admin listener (127.0.0.1:15020 in config/sidecar.yaml) on a port of the bench's; the default config has none.
+      DPG_ADMIN_ADDR: config.includes('sidecar') ? `127.0.0.1:${ports.admin}` : 'off',
+      DPG_KEYRING: KEYRING,
       DPG_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -167,7 +172,7 @@ try {
 
   const profiles = [
     { name: 'default config (every door)', config: 'config/gateway.yaml', ready: `http://127.0.0.1:${ports.http}/readyz`, goalIdle: 80, load: true },
-    { name: 'sidecar profile (proxy only)', config: 'config/sidecar.yaml', ready: `http://127.0.0.1:${ports.proxy}/readyz`, goalIdle: 60, load: false },
+    { name: 'sidecar profile (proxy only)', config: 'config/sidecar.yaml', ready: `http://127.0.0.1:${ports.admin}/readyz`, goalIdle: 60, load: false },
   ];
   for (const profile of profiles) {
     // First start creates the data directory's keyring, signing keys and CA; not measured.

@@ -22,6 +22,7 @@
 // DPG_IMAGE names the image (default dpg:<version>).
 
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,8 @@ import { copyInto, dependencyClosure, installedPackages, packageFiles } from './
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
 const image = process.env.DPG_IMAGE ?? `dpg:${version}`;
+/** The keyring the smoke's gateways use (NODE_ENV=production refuses a generated one). */
+const SMOKE_KEYRING = `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${randomBytes(32).toString('base64')}" }\n`;
 const baseImage = `localhost/dpg-smoke-base:node${process.versions.node}`;
 const hostPackages = installedPackages();
 const iptablesVersion = hostPackages.get('iptables')?.version;
@@ -288,8 +291,12 @@ try {
   const upstreamPort = upstream.address().port;
   const free = () => new Promise((r) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
   const [httpPort, proxyPort] = [await free(), await free()];
+  // NODE_ENV=production refuses a generated keyring: the gateway gets a keyring file, as from a Secret.
+  writeFileSync(join(data, 'smoke-keyring.yaml'), SMOKE_KEYRING, { mode: 0o600 });
+  chownSync(join(data, 'smoke-keyring.yaml'), UID, UID);
   writeFileSync(join(data, 'smoke.yaml'), `# written by scripts/image-smoke.mjs
 http: { listen: 127.0.0.1:${httpPort} }
+keys: { source: file, file: /var/lib/dpg/smoke-keyring.yaml }
 grpc: { listen: 127.0.0.1:0 }
 identity:
   apiKeys: [{ id: smoke, hash: "${apiKeyHash}" }]
@@ -361,10 +368,12 @@ proxy:
   if (!/"msg":"shutting down"/.test(logs)) fail(`no shutdown log line:\n${logs}`);
   step('SIGTERM', `exit 0 after ${Date.now() - stopAt} ms`);
 
-  const written = readFileSync(join(data, 'proxy-ca.pem'), 'utf8').startsWith('-----BEGIN CERTIFICATE-----') && existsSync(join(data, 'keyring.yaml')) && existsSync(join(data, 'identity'));
-  if (!written) fail('the data directory lacks the generated keyring, identity keys or proxy CA');
+  const written = readFileSync(join(data, 'proxy-ca.pem'), 'utf8').startsWith('-----BEGIN CERTIFICATE-----') && existsSync(join(data, 'identity'));
+  if (!written) fail('the data directory lacks the identity keys or proxy CA');
+  if (existsSync(join(data, 'keyring.yaml'))) fail('a development keyring was generated under NODE_ENV=production');
+  if (!/"msg":"keyring"/.test(logs) || !/"fingerprint":"sha256:[0-9a-f]{16}"/.test(logs)) fail(`no keyring fingerprint in the start-up log:\n${logs}`);
   if (/demo-secret|demo-api-key|4111 1111 1111 1111|5500 0000 0000 0004/.test(logs) || logs.includes(secret)) fail('a secret or payload value appeared in the logs');
-  step('data directory and logs', 'keyring, identity keys and proxy CA written under /var/lib/dpg; no secret or payload value in the logs');
+  step('data directory and logs', 'identity keys and proxy CA written under /var/lib/dpg, no keyring generated (the keyring fingerprint logged); no secret or payload value in the logs');
 
   // 5. A pod as injection lays it out, in a network namespace of its own.
   await podSmoke();
@@ -380,7 +389,7 @@ proxy:
 async function podSmoke() {
   const POD_ADDRESS = '192.0.2.1'; // a route names it
   const OTHER_ADDRESS = '192.0.2.2'; // no route does
-  const injected = await inImageSync(['dpg', 'inject', '-f', '-', '--image', image], {}, 'apiVersion: v1\nkind: Pod\nmetadata: { name: app }\nspec:\n  containers: [{ name: app, image: app:1 }]\n');
+  const injected = await inImageSync(['dpg', 'inject', '-f', '-', '--image', image, '--default', 'dpg.io/keyring=dpg-keyring'], {}, 'apiVersion: v1\nkind: Pod\nmetadata: { name: app }\nspec:\n  containers: [{ name: app, image: app:1 }]\n');
   if (injected.code !== 0) fail(`dpg inject in the image: ${injected.stderr}`);
   const spec = parseAllDocuments(injected.stdout).map((d) => d.toJSON()).find((d) => d?.kind === 'Pod')?.spec;
   const named = (name) => spec?.initContainers?.find((c) => c.name === name) ?? fail(`dpg inject added no ${name}: ${injected.stdout}`);
@@ -395,6 +404,7 @@ async function podSmoke() {
   // The pod's volumes: its ConfigMaps (the gateway config routes POD_ADDRESS:80), its emptyDirs.
   const podConfig = `http: { enabled: false }
 grpc: { enabled: false }
+keys: { source: env }
 manifests: manifests
 proxy:
   enabled: true
@@ -444,7 +454,14 @@ proxy:
       netns,
     };
   };
-  const envOf = (c) => Object.fromEntries((c.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
+  // The pod's Secrets, as the kubelet resolves secretKeyRef (the keyring: a generated one is refused in production).
+  const secrets = { 'dpg-keyring': { 'keyring.yaml': SMOKE_KEYRING } };
+  const envOf = (c) =>
+    Object.fromEntries(
+      (c.env ?? [])
+        .map((e) => [e.name, e.value ?? (e.valueFrom?.secretKeyRef ? secrets[e.valueFrom.secretKeyRef.name]?.[e.valueFrom.secretKeyRef.key] : undefined)])
+        .filter(([, value]) => value !== undefined),
+    );
   const inContainer = (c, argv, input) => inImageSync(argv, envOf(c), input, containerOf(c));
   const commandOf = (c, extra = []) => [...(c.command ?? config.Entrypoint), ...(c.args ?? []), ...extra];
 

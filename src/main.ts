@@ -7,6 +7,7 @@ import type { Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
 import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
+import { fingerprintKeyring } from './crypto/keyring-fingerprint.ts';
 import type { RunningProxy } from './proxy/index.ts';
 
 // Each door, the identity service and the metrics registry are imported only when the config turns
@@ -31,8 +32,12 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   for (const warning of keyring.retiredNowWarnings(new Date())) logger.warn(warning);
   const refs = checkConfigReferences(config, engine);
   if (refs.length > 0) throw new ConfigError(refs);
-  // Metrics are served on the HTTP listener only; without it nothing would ever read them.
-  const metrics = httpOn ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
+  // Replicas must share one keyring: the fingerprint lets operators compare them (never key bytes).
+  const keyringId = fingerprintKeyring(keyring);
+  logger.info({ keySource: config.keys.source, fingerprint: keyringId.fingerprint, keyVersions: keyringId.versions }, 'keyring');
+  // Metrics are served on the HTTP API and the admin listener; without either nothing would read them.
+  const metrics = httpOn || config.admin ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
+  metrics.setKeyring(keyringId);
   // Tokens are issued on HTTP and checked by HTTP and gRPC: with both off there is nothing to identify.
   const identityStarting =
     httpOn || grpcOn
@@ -67,6 +72,12 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
     : undefined;
   if (http) starting.push(http);
   if (grpc) starting.push(grpc);
+  const admin = config.admin
+    ? door('admin listener', config.admin.listen, async () =>
+        (await import('./transport/http/admin-server.ts')).startAdminServer({ listen: config.admin!.listen, metrics, isReady, logger }),
+      )
+    : undefined;
+  if (admin) starting.push(admin);
   const settled = await Promise.allSettled([identityStarting, ...starting]);
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
@@ -76,11 +87,13 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const identity = await identityStarting;
   const httpServer = http ? await http : undefined;
   const grpcServer = grpc ? await grpc : undefined;
+  const adminServer = admin ? await admin : undefined;
   ready = true;
 
   const addresses: Record<string, { host: string; port: number }> = {};
   if (httpServer) addresses.http = httpServer.address;
   if (grpcServer) addresses.grpc = grpcServer.address;
+  if (adminServer) addresses.admin = adminServer.address;
   if (proxy) {
     addresses.proxy = proxy.address;
     proxy.reverse.forEach((r: { host: string; port: number }, i: number) => (addresses[`reverse${i}`] = { host: r.host, port: r.port }));
@@ -104,6 +117,8 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       watcher?.close();
       const grace = config.http.shutdownGraceMs;
       await Promise.all([httpServer?.close(grace), grpcServer?.close(grace), proxy?.close(grace)]);
+      // Last: probes and scrapes keep an answer (not ready) while the doors drain.
+      await adminServer?.close();
       await identity?.close();
     },
   };
@@ -165,10 +180,11 @@ function unreadMetrics(): Metrics {
   const sink = {
     observeRequest(): void {},
     observeProxy(): void {},
+    setKeyring(): void {},
     async render() {
       return { contentType: 'text/plain; version=0.0.4', body: '' };
     },
   };
-  // Metrics is a class with private fields; the doors only call these three methods.
+  // Metrics is a class with private fields; the gateway and its doors only call these four methods.
   return sink as unknown as Metrics;
 }

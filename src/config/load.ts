@@ -16,6 +16,7 @@ import type {
   HttpConfig,
   IdentityConfig,
   KeysConfig,
+  AdminConfig,
   LimitsConfig,
   ListenAddress,
   LoggingConfig,
@@ -33,7 +34,7 @@ import type {
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
 /** The data directory's name beside the config file when DPG_DATA_DIR is not set. */
 export const DEFAULT_DATA_DIR_NAME = '.dpg';
-const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging'] as const;
+const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging', 'admin'] as const;
 const MiB = 1024 * 1024;
 const SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -90,13 +91,26 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'));
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
+  const admin = r.admin(sec('admin'), adminFromEnv(env.DPG_ADMIN_ADDR, envProblems));
 
   const problems = [...sink.problems, ...envProblems];
   if (problems.length > 0 || !manifests) return { problems };
   return {
-    config: { file, dataDir, http, grpc, identity, keys, manifests, proxy, limits, logging },
+    config: { file, dataDir, http, grpc, identity, keys, manifests, proxy, limits, logging, ...(admin ? { admin } : {}) },
     problems: [],
   };
+}
+
+/**
+ * DPG_ADMIN_ADDR: `host:port` turns the admin listener on there, `off` turns it off; either wins
+ * over the file. undefined: not set (the file decides).
+ */
+function adminFromEnv(value: string | undefined, problems: ConfigProblem[]): ListenAddress | 'off' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value.trim().toLowerCase() === 'off') return 'off';
+  const addr = parseListenAddress(value);
+  if (!addr) problems.push({ file: 'environment DPG_ADMIN_ADDR', message: 'must be host:port (e.g. 127.0.0.1:15020) or off' });
+  return addr;
 }
 
 /** Loads or throws ConfigError listing every problem. */
@@ -283,6 +297,23 @@ class SectionReader {
     }
     if (source !== 'generated' && source !== undefined) f.source.problem('must be generated, file or env');
     return { source: 'generated', ...extra };
+  }
+
+  /** `admin: { listen: host:port | off }`; absent or off: no admin listener. */
+  admin(v: YamlValue | undefined, envListen: ListenAddress | 'off' | undefined): AdminConfig | undefined {
+    const f = v?.fields(['listen'] as const);
+    let listen: ListenAddress | undefined;
+    // `false` counts as off too (a YAML 1.1 habit reads `off` as false).
+    if (f?.listen.present && f.listen.scalarValue() !== false) {
+      const text = f.listen.string();
+      if (text !== undefined && text.trim().toLowerCase() !== 'off') {
+        listen = parseListenAddress(text);
+        if (!listen) f.listen.problem('must be host:port (e.g. 127.0.0.1:15020) or off');
+      }
+    }
+    if (envListen === 'off') return undefined;
+    listen = envListen ?? listen;
+    return listen ? { listen } : undefined;
   }
 
   manifests(v: YamlValue | undefined): string | undefined {

@@ -198,6 +198,15 @@ export interface LimitsConfig {
   readonly maxDocumentBytes: number;
 }
 
+/**
+ * The admin listener: GET /metrics, /healthz and /readyz on a port of their own, so the sidecar
+ * profile (HTTP API off) can be scraped and probed (docs/operations.md#admin-port).
+ */
+export interface AdminConfig {
+  /** `admin.listen` or DPG_ADMIN_ADDR; loopback in the sidecar profile (127.0.0.1:15020). */
+  readonly listen: ListenAddress;
+}
+
 export interface LoggingConfig {
   readonly level: string;
 }
@@ -220,4 +229,6 @@ export interface GatewayConfig {
   readonly proxy: ProxyConfig;
   readonly limits: LimitsConfig;
   readonly logging: LoggingConfig;
+  /** Absent: no admin listener (`admin.listen: off`, the default; DPG_ADMIN_ADDR=off). */
+  readonly admin?: AdminConfig;
 }

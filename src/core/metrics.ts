@@ -1,7 +1,7 @@
 // Prometheus metrics shared by every door. Labels carry names and codes only — never payload data,
 // client secrets or tokens — so their cardinality stays bounded by config, not by traffic.
 
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Door = 'http' | 'file' | 'grpc' | 'proxy' | 'cli';
 
@@ -24,6 +24,12 @@ export interface ProxyObservation {
   readonly valuesProtected: number;
 }
 
+/** What identifies the keyring in force (crypto/keyring-fingerprint.ts): never key bytes. */
+export interface KeyringObservation {
+  readonly fingerprint: string;
+  readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string }[];
+}
+
 interface RequestChildren {
   readonly requests: { inc(): void };
   readonly values: { inc(value: number): void };
@@ -40,6 +46,8 @@ export class Metrics {
   private readonly proxyRequests: Counter<'route' | 'outcome'>;
   private readonly proxyValues: Counter<'route'>;
   private readonly proxyAdded: Histogram<'route'>;
+  private readonly keyringInfo: Gauge<'fingerprint'>;
+  private readonly keyVersionInfo: Gauge<'key' | 'version' | 'check'>;
 
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
@@ -88,6 +96,26 @@ export class Metrics {
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1],
       registers,
     });
+    this.keyringInfo = new Gauge({
+      name: 'dpg_keyring_info',
+      help: 'The keyring in force: its fingerprint (compare it across replicas; docs/keys.md#keyring-fingerprint). Always 1',
+      labelNames: ['fingerprint'],
+      registers,
+    });
+    this.keyVersionInfo = new Gauge({
+      name: 'dpg_keyring_key_version_info',
+      help: 'One series per key version of the keyring in force, with its key check value. Always 1',
+      labelNames: ['key', 'version', 'check'],
+      registers,
+    });
+  }
+
+  /** Replaces the keyring series (at start, and when a new keyring comes into force). */
+  setKeyring(k: KeyringObservation): void {
+    this.keyringInfo.reset();
+    this.keyringInfo.set({ fingerprint: k.fingerprint }, 1);
+    this.keyVersionInfo.reset();
+    for (const c of k.checks) this.keyVersionInfo.set({ key: c.kid, version: String(c.version), check: c.kcv }, 1);
   }
 
   /** Label children by label values: prom-client hashes a label object on every call otherwise. */

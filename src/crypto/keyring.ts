@@ -99,6 +99,11 @@ export class Keyring {
     return [...this.#keys.keys()];
   }
 
+  /** The versions of `kid`, oldest first (empty for an unknown id). */
+  versionsOf(kid: string): readonly MasterKeyVersion[] {
+    return this.#keys.get(kid) ?? [];
+  }
+
   /** The newest version of `kid` whose activeFrom is at or before `at`. */
   activeAt(kid: string, at: Date): MasterKeyVersion {
     const versions = this.#keys.get(kid);

@@ -16,6 +16,8 @@ import type { PreparedJob } from './types.ts';
 
 /** Failures listed in a response or error; more are counted but not listed. */
 const MAX_LISTED_FAILURES = 100;
+/** Different hint sentences kept per request (they repeat per key, not per value). */
+const MAX_HINTS = 3;
 
 export interface BindLimits {
   readonly maxValueLength: number;
@@ -24,6 +26,8 @@ export interface BindLimits {
 /** Mutable bookkeeping of one request. */
 export class RunState {
   readonly summary: ProtectSummary = { protected: 0, failed: 0, failures: [] };
+  /** Sentences explaining failures (a likely wrong keyring), for the error detail; a few at most. */
+  readonly hints = new Set<string>();
   readonly protectNull: boolean;
   readonly standIn: string;
 
@@ -36,8 +40,9 @@ export class RunState {
     this.standIn = ctx.useRestrictedText ? (ctx.restrictedText ?? '') : '';
   }
 
-  fail(location: string | (() => string), reason: string): string {
+  fail(location: string | (() => string), reason: string, hint?: string): string {
     this.summary.failed++;
+    if (hint !== undefined && this.hints.size < MAX_HINTS) this.hints.add(hint);
     if (this.summary.failures.length < MAX_LISTED_FAILURES) {
       // Codecs build locations from indexes and plain names only; this is the last check before a
       // location reaches a response or a log, for builders outside the codecs (proxy forms).
@@ -77,7 +82,7 @@ class BoundFieldAction implements FieldAction {
       run.summary.protected++;
       return out;
     } catch (err) {
-      if (err instanceof ValueError) return run.fail(location, err.reason);
+      if (err instanceof ValueError) return run.fail(location, err.reason, err.hint);
       throw err;
     }
   }
@@ -105,7 +110,7 @@ class BoundFieldAction implements FieldAction {
     for (let k = 0; k < idx.length; k++) {
       const r = results[k]!;
       const i = idx[k]!;
-      if (r instanceof ValueError) out[i] = run.fail(location(i), r.reason);
+      if (r instanceof ValueError) out[i] = run.fail(location(i), r.reason, r.hint);
       else {
         out[i] = r;
         done++;
@@ -267,7 +272,7 @@ function notProtectable(run: RunState): DpgError {
   const more = run.summary.failed - errors.length;
   return new DpgError(
     'VALUE_NOT_PROTECTABLE',
-    `${run.summary.failed} value(s) could not be processed${more > 0 ? ` (first ${errors.length} listed)` : ''}`,
+    `${run.summary.failed} value(s) could not be processed${more > 0 ? ` (first ${errors.length} listed)` : ''}${[...run.hints].map((h) => `; ${h}`).join('')}`,
     { errors },
   );
 }

@@ -18,10 +18,31 @@ export interface KeyringOptions {
   readonly createKeyring?: boolean;
   /** Told the path when a development keyring is generated (so the caller can say where). */
   readonly onKeyringCreated?: (path: string) => void;
+  /** NODE_ENV; 'production' refuses the generated keyring. Default process.env.NODE_ENV. */
+  readonly nodeEnv?: string;
+}
+
+/**
+ * Why this config's keys may not be used under `nodeEnv`, or undefined. A generated keyring in
+ * production is made per pod, in a volume that dies with it: replicas would pseudonymise the same
+ * value differently and nothing protected before a restart could be reversed, without a word.
+ */
+export function productionKeysProblem(config: GatewayConfig, nodeEnv: string | undefined): ConfigProblem | undefined {
+  if (nodeEnv !== 'production' || config.keys.source !== 'generated') return undefined;
+  return {
+    file: config.file,
+    path: 'keys.source',
+    message:
+      'is `generated` (also the default when `keys` is absent), which is refused under NODE_ENV=production: every replica would make ' +
+      'its own keyring and nothing protected could be reversed after a restart. Give every replica the same managed keyring: ' +
+      '`keys: { source: file, file: <the keyring Secret mounted as a file> }` or `keys: { source: env, env: DPG_KEYRING }` (docs/keys.md)',
+  };
 }
 
 export function loadKeyring(config: GatewayConfig, options: KeyringOptions = {}): Keyring {
   const keys = config.keys;
+  const refused = productionKeysProblem(config, 'nodeEnv' in options ? options.nodeEnv : process.env.NODE_ENV);
+  if (refused) throw new ConfigError([refused]);
   if (keys.source === 'file') return loadKeyringFile(keys.file);
   if (keys.source === 'env') return loadKeyringFromEnv(keys.env);
   const path = join(config.dataDir, DEV_KEYRING_FILE);

@@ -116,7 +116,7 @@ export class ContentFieldAction implements FieldAction {
   }
 
   private fail(location: () => string, failure: DetectedFailure): Scalar {
-    return this.run.fail(() => `${location()} (detected ${failure.kind})`, failure.reason);
+    return this.run.fail(() => `${location()} (detected ${failure.kind})`, failure.reason, failure.hint);
   }
 
   /**
@@ -229,7 +229,7 @@ export class ContentFieldAction implements FieldAction {
       else if (this.mode === 'pseudonymise') out = this.walk(kind, value, (v) => t.forward(v));
       else out = t.forward(value);
     } catch (err) {
-      if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason);
+      if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
       throw err;
     }
     this.run.summary.protected++;
@@ -251,6 +251,7 @@ export class ContentFieldAction implements FieldAction {
   /** Opens a token with the first kind whose key authenticates it. */
   private openToken(token: string): Scalar {
     let reason = 'INVALID_CIPHERTEXT';
+    let hint: string | undefined;
     for (const bound of this.kinds.values()) {
       const inverse = bound.technique.inverse;
       if (!inverse) continue;
@@ -261,9 +262,10 @@ export class ContentFieldAction implements FieldAction {
       } catch (err) {
         if (!(err instanceof ValueError)) throw err;
         reason = err.reason;
+        hint = err.hint;
       }
     }
-    throw new DetectedFailure('token', reason);
+    throw new DetectedFailure('token', reason, hint);
   }
 
   /** A technique's result written into text: null (nullify) leaves the restricted text or nothing. */
@@ -325,6 +327,7 @@ class DetectedFailure extends Error {
   constructor(
     readonly kind: string,
     readonly reason: string,
+    readonly hint?: string,
   ) {
     super(reason);
   }

@@ -43,7 +43,7 @@ export class KeyService {
       active: (purpose) => this.derive(activeMaster(), purpose, manifest, field, scope),
       version: (purpose, otherKid, version) => {
         const m = this.keyring.get(otherKid, version);
-        if (!m) throw new ValueError('UNKNOWN_KEY_VERSION');
+        if (!m) throw new ValueError('UNKNOWN_KEY_VERSION', unknownKeyHint(this.keyring, otherKid, version));
         return this.derive(m, purpose, manifest, field, scope);
       },
       scope: bytes,
@@ -60,4 +60,14 @@ export class KeyService {
     }
     return hit;
   }
+}
+
+/**
+ * Why a token's key is missing, for the error detail. A key id the keyring lacks is not repeated
+ * (it came from the request); a known one is named, with the version the token asked for.
+ */
+function unknownKeyHint(keyring: Keyring, kid: string, version: number): string {
+  const where = 'it was encrypted with another keyring: compare the keyring fingerprints (dpg validate, the dpg_keyring_info metric; docs/keys.md)';
+  if (keyring.versionsOf(kid).length === 0) return `a value names a key id this keyring does not have, so ${where}`;
+  return `a value names version ${version} of key "${kid}", which this keyring does not have: it was encrypted with a newer or another keyring (compare the keyring fingerprints: dpg validate, the dpg_keyring_info metric; docs/keys.md)`;
 }

@@ -36,7 +36,14 @@ export interface BindContext {
  * `reason` is ours and never contains the value: it reaches clients and logs.
  */
 export class ValueError extends Error {
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    /**
+     * Why, in a sentence for the request's error detail (e.g. a likely wrong keyring). Ours: it may
+     * name a key id the keyring holds and a version number, never a value or key bytes.
+     */
+    readonly hint?: string,
+  ) {
     super(reason);
     this.name = 'ValueError';
   }

@@ -54,6 +54,8 @@ test('dpg serve loads each door, identity and metrics only when the config turns
   assert.deepEqual(libraries(main, ['@grpc/grpc-js', 'undici', 'jose', 'prom-client', 'busboy']), []);
   const proxy = staticallyLoaded(outputOf('src/proxy/index.ts'));
   assert.deepEqual(libraries(proxy, ['@grpc/grpc-js', 'jose', 'prom-client', 'busboy', 'undici']), [], 'the sidecar profile (proxy only) loads no API door, and undici only with the first upstream request');
+  const admin = staticallyLoaded(outputOf('src/transport/http/admin-server.ts'));
+  assert.deepEqual(libraries(admin, HEAVY), [], 'the admin listener is node:http only (the metrics registry is the caller\'s)');
   const grpc = staticallyLoaded(outputOf('src/transport/grpc/index.ts'));
   assert.deepEqual(libraries(grpc, ['undici', 'busboy']), []);
 });

@@ -16,6 +16,8 @@ import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/crypto/gate
 const BIN = resolve('bin/dpg.js');
 const CONFIG = resolve('config/gateway.yaml');
 const SIDECAR = resolve('config/sidecar.yaml');
+/** The sidecar profile reads its keyring from DPG_KEYRING (a generated one is refused in production). */
+const KEYRING = `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${Buffer.alloc(32, 7).toString('base64')}" }\n`;
 const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
@@ -250,7 +252,15 @@ describe('dpg serve start-up failures and dpg probe', () => {
     } finally {
       blocker.close();
     }
-    const prod = dpg(['serve', '-c', CONFIG], { env: { ...base, NODE_ENV: 'production' } });
+    // The default config with a keyring from DPG_KEYRING: production refuses a generated one first.
+    const prodConfig = join(data, 'prod.yaml');
+    writeFileSync(
+      prodConfig,
+      readFileSync(CONFIG, 'utf8')
+        .replace(/source: generated .*\n/, 'source: env\n')
+        .replace('manifests: manifests', `manifests: ${resolve('config/manifests')}`),
+    );
+    const prod = dpg(['serve', '-c', prodConfig], { env: { ...base, NODE_ENV: 'production', DPG_KEYRING: KEYRING } });
     assert.equal(prod.code, 1);
     assert.match(prod.stderr, /Refusing to start: the demo credentials .* NODE_ENV is production/);
     const bad = join(data, 'bad.yaml');
@@ -295,8 +305,8 @@ describe('dpg serve start-up failures and dpg probe', () => {
     assert.match(ca.stderr, /Proxy CA key .*proxy-ca-key\.pem could not be read \(EACCES\)/);
   });
 
-  it('probe ready|live: the HTTP API by default, the proxy listener in the sidecar profile', async () => {
-    const [http, proxy] = [await freePort(), await freePort()];
+  it('probe ready|live: the HTTP API by default, the admin listener in the sidecar profile, else the proxy listener', async () => {
+    const [http, proxy, admin] = [await freePort(), await freePort(), await freePort()];
     const data = temp('dpg-probe-');
     const env = { DPG_DATA_DIR: data, DPG_HTTP_ADDR: `127.0.0.1:${http}`, DPG_GRPC_ADDR: '127.0.0.1:0', DPG_PROXY_ADDR: `127.0.0.1:${proxy}` };
     assert.equal(dpg(['probe', 'ready', '-c', CONFIG], { env }).code, 1, 'nothing running yet');
@@ -309,9 +319,13 @@ describe('dpg serve start-up failures and dpg probe', () => {
     assert.equal(await exited(gateway), 0, 'clean stop on SIGTERM');
     assert.equal(dpg(['probe', 'live', '-c', CONFIG], { env }).code, 1);
 
-    const sidecar = await serve(SIDECAR, env);
-    await until(() => dpg(['probe', 'ready', '-q', '-c', SIDECAR], { env }).code === 0);
-    assert.equal(dpg(['probe', 'ready', '-c', SIDECAR], { env }).stdout, `ready: egress proxy 127.0.0.1:${proxy}\n`);
+    const sideEnv = { ...env, DPG_KEYRING: KEYRING, DPG_ADMIN_ADDR: `127.0.0.1:${admin}` };
+    const sidecar = await serve(SIDECAR, sideEnv);
+    await until(() => dpg(['probe', 'ready', '-q', '-c', SIDECAR], { env: sideEnv }).code === 0);
+    assert.equal(dpg(['probe', 'ready', '-c', SIDECAR], { env: sideEnv }).stdout, `ready: admin listener 127.0.0.1:${admin}\n`);
+    assert.equal(dpg(['probe', 'live', '-c', SIDECAR], { env: sideEnv }).stdout, `live: admin listener 127.0.0.1:${admin}\n`);
+    const offEnv = { ...sideEnv, DPG_ADMIN_ADDR: 'off' };
+    assert.equal(dpg(['probe', 'ready', '-c', SIDECAR], { env: offEnv }).stdout, `ready: egress proxy 127.0.0.1:${proxy}\n`, 'admin off: the proxy listener');
     assert.equal(dpg(['probe', 'ready', '-c', CONFIG], { env }).code, 1, 'the sidecar profile opens no HTTP API');
     const ready = await fetch(`http://127.0.0.1:${proxy}/readyz`);
     assert.equal(ready.status, 200);
@@ -322,10 +336,10 @@ describe('dpg serve start-up failures and dpg probe', () => {
 
     // --wait: one command that waits for start-up (the legacy injection's postStart hook).
     const started = Date.now();
-    assert.equal(dpg(['probe', 'ready', '-q', '--wait', '1', '-c', SIDECAR], { env }).code, 1, 'nothing running: no after the wait');
+    assert.equal(dpg(['probe', 'ready', '-q', '--wait', '1', '-c', SIDECAR], { env: sideEnv }).code, 1, 'nothing running: no after the wait');
     assert.ok(Date.now() - started >= 900, 'it kept asking for the whole wait');
-    const waiting = spawn(process.execPath, [BIN, 'probe', 'ready', '--wait', '60', '-c', SIDECAR], { env: { ...process.env, ...env }, stdio: 'ignore' });
-    const late = await serve(SIDECAR, env);
+    const waiting = spawn(process.execPath, [BIN, 'probe', 'ready', '--wait', '60', '-c', SIDECAR], { env: { ...process.env, ...sideEnv }, stdio: 'ignore' });
+    const late = await serve(SIDECAR, sideEnv);
     assert.equal(await exited(waiting), 0, 'yes as soon as the gateway is ready');
     late.kill('SIGTERM');
     assert.equal(await exited(late), 0);
@@ -355,7 +369,8 @@ describe('dpg serve start-up failures and dpg probe', () => {
           `routes:\n    - name: t\n      match: { host: 127.0.0.1, port: ${upstreamPort}, methods: [POST], path: "/v1/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
         ),
     );
-    const env = { DPG_DATA_DIR: data, DPG_PROXY_ADDR: `127.0.0.1:${proxy}` };
+    // The admin listener off: the proxy listener answers the probes.
+    const env = { DPG_DATA_DIR: data, DPG_PROXY_ADDR: `127.0.0.1:${proxy}`, DPG_KEYRING: KEYRING, DPG_ADMIN_ADDR: 'off' };
     const sidecar = await serve(config, env);
     try {
       await until(() => dpg(['probe', 'live', '-q', '-c', config], { env }).code === 0);

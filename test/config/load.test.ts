@@ -42,6 +42,27 @@ describe('config loader', () => {
     }
   });
 
+  it('admin.listen: off by default; host:port, off or false in the file; DPG_ADMIN_ADDR (host:port or off) wins', () => {
+    assert.equal(loadConfig({ file: 'config/gateway.yaml', env: {} }).config!.admin, undefined, 'the default config has none');
+    const sidecar = loadConfig({ file: 'config/sidecar.yaml', env: {} });
+    assert.deepEqual(sidecar.problems, []);
+    assert.deepEqual(sidecar.config!.admin, { listen: { host: '127.0.0.1', port: 15020 } }, 'the sidecar profile: loopback, like Istio');
+    assert.deepEqual(sidecar.config!.keys, { source: 'env', env: 'DPG_KEYRING' }, 'the sidecar profile reads DPG_KEYRING');
+    assert.equal(loadConfig({ file: 'config/sidecar.yaml', env: { DPG_ADMIN_ADDR: 'off' } }).config!.admin, undefined);
+    assert.deepEqual(loadConfig({ file: 'config/gateway.yaml', env: { DPG_ADMIN_ADDR: '[::1]:0' } }).config!.admin, { listen: { host: '::1', port: 0 } });
+    for (const off of ['off', 'OFF', 'false']) assert.equal(loadConfig({ file: withConfig(`admin:\n  listen: ${off}\n`), env: {} }).config!.admin, undefined, off);
+    assert.deepEqual(loadConfig({ file: withConfig('admin:\n  listen: 0.0.0.0:15020\n'), env: {} }).config!.admin, { listen: { host: '0.0.0.0', port: 15020 } });
+    const bad = loadConfig({ file: withConfig('admin:\n  listen: 15020\n  bind: x\n'), env: { DPG_ADMIN_ADDR: 'nope' } });
+    assert.deepEqual(
+      bad.problems.map((p) => `${p.line ?? '-'} ${p.path ?? p.file} ${p.message}`).sort(),
+      [
+        '- environment DPG_ADMIN_ADDR must be host:port (e.g. 127.0.0.1:15020) or off',
+        '2 admin.listen must be a string',
+        '3 admin.bind unknown key (expected one of: listen)',
+      ],
+    );
+  });
+
   it('applies environment overrides', () => {
     const { config } = loadConfig({
       file: 'config/gateway.yaml',

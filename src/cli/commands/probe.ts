@@ -1,7 +1,7 @@
 // `dpg probe ready|live`: asks the running gateway of a config whether it is ready or alive, for
-// exec probes (Kubernetes) and the image's HEALTHCHECK. Exit 0 yes, 1 no. It asks the HTTP API's
-// /readyz or /healthz; with the HTTP API off (sidecar profile) the egress proxy listener answers
-// the same paths in origin form.
+// exec probes (Kubernetes) and the image's HEALTHCHECK. Exit 0 yes, 1 no. It asks the admin
+// listener's /readyz or /healthz when the config has one (the sidecar profile), else the HTTP
+// API's, else the egress proxy listener's (which answers the same paths in origin form).
 
 import { request } from 'node:http';
 import { ConfigError } from '../../core/errors.ts';
@@ -15,8 +15,10 @@ const options = {
   quiet: { type: 'boolean', short: 'q', help: 'print nothing, only the exit code' },
 } satisfies FlagSpec;
 
-/** Where the probe asks: the HTTP API when it is on, else the egress proxy. */
+/** Where the probe asks: the admin listener when it is on, else the HTTP API, else the egress proxy. */
 export function probeTarget(config: GatewayConfig): { listener: string; address: ListenAddress } | undefined {
+  // The admin port serves nothing else, so a busy API or proxy never delays its answer's socket.
+  if (config.admin) return { listener: 'admin listener', address: config.admin.listen };
   if (config.http.enabled !== false) return { listener: 'HTTP API', address: config.http.listen };
   if (config.proxy.enabled) return { listener: 'egress proxy', address: config.proxy.listen };
   return undefined;
@@ -48,8 +50,9 @@ export const probeCommand: Command = {
     Asks the gateway started with the same config (and DPG_*_ADDR variables) whether it is
     ready (GET /readyz) or alive (GET /healthz). For Kubernetes exec probes and HEALTHCHECK.`,
   options,
-  details: `It asks the HTTP API's address; in the sidecar profile (http.enabled: false) the egress
-proxy's address, which answers the same two paths. A listener on port 0 cannot be probed.
+  details: `It asks the admin listener (admin.listen, DPG_ADMIN_ADDR) when one is configured, as in
+the sidecar profile; else the HTTP API's address; else (http.enabled: false, no admin listener) the
+egress proxy's address, which answers the same two paths. A listener on port 0 cannot be probed.
 --wait makes one command wait for start-up (a postStart hook, a script): it exits 0 at the first
 yes and 1 when the time is up.`,
   async run(args, io) {
@@ -66,7 +69,7 @@ yes and 1 when the time is up.`,
     if (!config) throw new ConfigError(problems);
     const target = probeTarget(config);
     if (!target) {
-      io.stderr.write('dpg probe: this config turns off both the HTTP API and the egress proxy: nothing to ask\n');
+      io.stderr.write('dpg probe: this config has no admin listener and turns off both the HTTP API and the egress proxy: nothing to ask\n');
       return 1;
     }
     const { host, port } = target.address;

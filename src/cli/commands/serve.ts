@@ -16,9 +16,11 @@ export const serveCommand: Command = {
     SIGHUP reloads the manifests.`,
   options,
   details: `The sidecar profile (config/sidecar.yaml) turns the HTTP and gRPC APIs off
-(http.enabled: false, grpc.enabled: false); the proxy listener then answers GET /healthz and
-GET /readyz for dpg probe. A start-up failure (bad config, address in use, unreadable file,
-demo credentials under NODE_ENV=production) is printed with its cause and exits 1.`,
+(http.enabled: false, grpc.enabled: false) and serves GET /metrics, /healthz and /readyz on its
+admin listener (admin.listen, DPG_ADMIN_ADDR; 127.0.0.1:15020); without one the proxy listener
+answers /healthz and /readyz for dpg probe. The start-up log names the keyring's fingerprint.
+A start-up failure (bad config, address in use, unreadable file, demo credentials or a generated
+keyring under NODE_ENV=production) is printed with its cause and exits 1.`,
   async run(args) {
     const { values } = parseFlags(args, options);
     // Loaded here only: the other commands need none of the listeners.

@@ -12,8 +12,9 @@ export const validateCommand: Command = {
   summary: 'check the config, the keyring and every manifest',
   usage: `dpg validate [--config FILE]
     Checks the config, the keyring and every manifest; prints each problem with file and line
-    and exits 1, or prints the config, the data directory, the keyring's keys and what each
-    manifest does. Warns about a field one job type protects and another leaves in clear (an
+    and exits 1, or prints the config, the data directory, the keyring's fingerprint, keys and
+    key check values (compare them across replicas; never key bytes) and what each manifest does.
+    Under NODE_ENV=production a generated keyring (keys.source: generated) is a problem. Warns about a field one job type protects and another leaves in clear (an
     error in a manifest with strict: true), about a field matched by several names without a
     keyName (its keys follow the first), and about proxy routes without a port (they match every
     port, so dpg capture captures every port).`,
@@ -32,7 +33,11 @@ export const validateCommand: Command = {
     const { unportedRoutes, unportedWarning } = await import('../../capture/rules.ts');
     const unported = config.proxy.enabled ? unportedRoutes(config.proxy.routes ?? []) : [];
     if (unported.length > 0) io.stdout.write(`warning: proxy: ${unportedWarning(unported)}\n`);
+    const { fingerprintKeyring } = await import('../../crypto/keyring-fingerprint.ts');
+    const keyringId = fingerprintKeyring(keyring);
+    io.stdout.write(`keyring fingerprint ${keyringId.fingerprint} (keys.source ${config.keys.source})\n`);
     for (const line of keyring.explain()) io.stdout.write(`key ${line}\n`);
+    for (const check of keyringId.versions) io.stdout.write(`key check value ${check}\n`);
     for (const warning of keyring.retiredNowWarnings(new Date())) io.stdout.write(`warning: ${warning}\n`);
     for (const name of engine.manifestNames()) {
       const manifest = engine.manifest(name)!;

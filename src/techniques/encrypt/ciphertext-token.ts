@@ -113,6 +113,14 @@ export function formatToken(mode: AeadMode, key: KeyMaterial, sealed: Uint8Array
   return `${TOKEN_PREFIX}${mode}:${key.kid}:${key.version}:${Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength).toString('base64url')}`;
 }
 
+/** The error detail's sentence for a token that names a key of this keyring but fails authentication. */
+function wrongKeyHint(key: KeyMaterial): string {
+  return (
+    `a value was not encrypted with this keyring's key "${key.kid}" v${key.version} (or was altered, or moved from another field or scope): ` +
+    'if the keyring is the cause, compare its fingerprint with the one of the gateway that encrypted it (dpg validate, the dpg_keyring_info metric; docs/keys.md)'
+  );
+}
+
 // AES-SIV wants two AES-256 keys (64 bytes); the keyring derives 32. HKDF-Expand stretches them,
 // once per derived key.
 const sivKeys = new WeakMap<Uint8Array, Uint8Array>();
@@ -166,7 +174,9 @@ export class TokenSealer {
       plaintext =
         token.mode === 'siv' ? sivDecrypt(sivKeyOf(key.key), token.sealed, this.sivAd) : gcmDecrypt(key.key, token.sealed, this.scope);
     } catch {
-      throw new ValueError(INVALID_CIPHERTEXT);
+      // A well-formed token naming a key this keyring holds that does not authenticate: most often
+      // another keyring with the same key id (a replica or restore with different keys).
+      throw new ValueError(INVALID_CIPHERTEXT, wrongKeyHint(key));
     }
     if (plaintext.length === 0) throw new ValueError(INVALID_CIPHERTEXT);
     return decodePlaintext(plaintext);
