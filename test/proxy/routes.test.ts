@@ -123,7 +123,7 @@ test('hosts with trailing dots are the same host to routes and to CONNECT interc
   assert.equal(table.match(facts({ host: 'partner.example.' })), undefined);
 });
 
-test('path parameters (;x) are ignored when matching, in every segment; case stays significant', () => {
+test('path parameters (;x) are ignored when matching, in every segment; case is not (lenient default)', () => {
   assert.equal(normalizePath('/v1/customers;x=1'), '/v1/customers');
   assert.equal(normalizePath('/v1;a=b/customers;jsessionid=9/1'), '/v1/customers/1');
   assert.equal(normalizePath('/v1/x/..;/customers/1'), '/v1/customers/1');
@@ -131,5 +131,7 @@ test('path parameters (;x) are ignored when matching, in every segment; case sta
   for (const path of ['/v1/customers;x=1', '/v1/customers;x=1/2', '/v1;v=2/customers/1', '/v1/other/..;/customers/1']) {
     assert.equal(table.match(facts({ path }))?.name, 'c', path);
   }
-  assert.equal(table.match(facts({ path: '/V1/Customers/1' })), undefined);
+  assert.equal(table.match(facts({ path: '/V1/Customers/1' }))?.name, 'c');
+  const exact = compileRoutes([r('e', { path: '/v1/customers/**', pathMatch: 'exact' })]);
+  assert.equal(exact.match(facts({ path: '/V1/Customers/1' })), undefined);
 });

@@ -9,6 +9,7 @@ import type { FieldAction } from '../../formats/codec.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
 import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../reading/body-kind.ts';
+import { readBodyText } from '../reading/body-charset.ts';
 
 export { inferBodyKind } from '../reading/body-kind.ts';
 
@@ -40,8 +41,6 @@ export interface CompiledPhase {
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 /**
  * Validates the phase's job fields once (parseJobRequest, the same rules as every door) and
  * returns the per-request protection functions. Throws DpgError INVALID_REQUEST on bad config.
@@ -72,10 +71,12 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
   const kindOf = (body: Buffer, contentType: string | undefined, routeContentType?: string): BodyKind | undefined =>
     bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: parseContentType(contentType).mediaType, body });
 
+  // LIST bodies: the route's delimiter, else one the header makes certain (csv-tokenizer.ts).
+  const listContext = { listDelimiter: phase.delimiter, listRequireCertainDelimiter: true };
   const jobFor = (dataSetType: DataSetType, requestId: string): JobSpec => ({
     ...base,
     dataSetType,
-    context: { ...base.context, requestId },
+    context: dataSetType === 'LIST' ? { ...base.context, ...listContext, requestId } : { ...base.context, requestId },
   });
 
   return {
@@ -87,7 +88,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
     protectBody(body, contentType, requestId, readAs) {
       if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
-      const { mediaType, charset } = parseContentType(contentType);
+      const { mediaType } = parseContentType(contentType);
       const kind = readAs ?? kindOf(body, contentType);
       if (kind === undefined) {
         throw new DpgError(
@@ -95,26 +96,19 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
           `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
         );
       }
-      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
-      }
-      let text: string;
-      try {
-        text = utf8.decode(body);
-      } catch (err) {
-        throw new DpgError('MALFORMED_DATA_SET', 'The body is not valid UTF-8', { cause: err });
-      }
+      // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
+      const { text, encode } = readBodyText(body, kind, contentType);
       if (kind === 'FORM') {
         checkForm(text);
         const prepared = engine.prepare(jobFor('JSON', requestId));
         const out = protectPairs(text, prepared, () => true, 'form');
         const summary = prepared.finish();
-        return { body: Buffer.from(out, 'utf8'), outcome: outcomeOf('FORM', summary) };
+        return { body: encode(out), outcome: outcomeOf('FORM', summary) };
       }
       const result = engine.protectDocument(jobFor(kind, requestId), text);
       const data = result.dataSet;
       const outText = typeof data === 'string' ? data : JSON.stringify(data);
-      return { body: Buffer.from(outText, 'utf8'), outcome: outcomeOf(kind, result.summary) };
+      return { body: encode(outText), outcome: outcomeOf(kind, result.summary) };
     },
 
     protectQuery(query, requestId) {
@@ -162,12 +156,13 @@ function checkForm(text: string): void {
 }
 
 /**
- * PHP's reading of a parameter name: spaces and dots in the name before any `[` become `_`
+ * PHP's reading of a parameter name: leading spaces dropped, then spaces and dots in the name before any `[` become `_`
  * (`card.number` is `$_POST['card_number']`), and so does a `[` that is never closed
  * (`card[number` is `card_number`; a closed `[…]` is an array key). With `_` ignored by name
  * matching, that reading is tried too, so such names are `cardNumber` wherever PHP would say so.
  */
-function phpName(name: string): string {
+function phpName(spelled: string): string {
+  const name = spelled.replace(/^ +/, ''); // PHP drops leading spaces of a name
   const bracket = name.indexOf('[');
   const head = (bracket === -1 ? name : name.slice(0, bracket)).replace(/[. ]/g, '_');
   if (bracket === -1) return head;
@@ -186,6 +181,8 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const name = formDecode(rawName, where, i);
+    // PHP cuts a name at NUL (`name%00x` is `name`), others keep it: no one reading, so refused.
+    if (CONTROL.test(name)) throw new RefusedInputError('MALFORMED_DATA_SET', `The ${where} pair ${i + 1} has a name holding a NUL or control character`);
     const action = resolvePairName(name, prepared, selected);
     if (action === undefined) {
       out.push(pair);
@@ -238,6 +235,8 @@ function preferOwnRule(first: FieldAction | undefined, second: FieldAction | und
 }
 
 const NUMERIC = /^\d+$/;
+/** NUL, C0 and C1 control characters and DEL. */
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /** `$.customer.cards[0].number` from the first `end` segments, for manifests with path selectors. */
