@@ -208,21 +208,25 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
  * covers everything beneath it, like a JSON key whose value is an object.
  */
 function resolvePairName(name: string, prepared: PreparedJob, selected: (name: string) => boolean): FieldAction | undefined {
-  const segments = name.includes('[') || name.includes('.') ? name.split(/[[\].]/).filter((s) => s !== '') : undefined;
   const php = phpName(name);
-  if (segments === undefined || (segments.length === 1 && segments[0] === name)) {
-    if (!selected(name)) return undefined;
-    return preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
+  // Segments as servers nest them (Rails, qs, PHP), of the name as sent, of PHP's reading of it
+  // (`first name[]` is PHP's `first_name[]`) and with every space read as `_` (`a[first name]`:
+  // when in doubt, the segment is the field it nearly names).
+  const nestings: string[][] = [];
+  for (const spelled of new Set([name, php, name.replace(/ /g, '_')])) {
+    if (spelled.includes('[') || spelled.includes('.')) nestings.push(spelled.split(/[[\].]/).filter((x) => x !== ''));
   }
-  if (!selected(name) && !segments.some(selected)) return undefined;
+  if (!selected(name) && !nestings.some((segments) => segments.some(selected))) return undefined;
   // Detection by content (byContent) stands in only when no segment has a rule of its own.
   const direct = preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
   if (direct !== undefined && direct.byContent !== true) return direct;
-  for (let end = segments.length; end > 0; end--) {
-    const segment = segments[end - 1];
-    if (NUMERIC.test(segment)) continue; // an index names no field
-    const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
-    if (action !== undefined && action.byContent !== true) return action;
+  for (const segments of nestings) {
+    for (let end = segments.length; end > 0; end--) {
+      const segment = segments[end - 1];
+      if (NUMERIC.test(segment)) continue; // an index names no field
+      const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
+      if (action !== undefined && action.byContent !== true) return action;
+    }
   }
   return direct;
 }
