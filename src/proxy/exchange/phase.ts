@@ -10,6 +10,7 @@ import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
 import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../reading/body-kind.ts';
 import { readBodyText } from '../reading/body-charset.ts';
+import { mediaTypeOf } from '../reading/routes.ts';
 
 export { inferBodyKind } from '../reading/body-kind.ts';
 
@@ -69,7 +70,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
   const queryParams = new Set((phase.queryParams ?? []).map(normalizeName));
   const isQueryParam = (name: string): boolean => queryParams.has(normalizeName(name)) || queryParams.has(normalizeName(phpName(name)));
   const kindOf = (body: Buffer, contentType: string | undefined, routeContentType?: string): BodyKind | undefined =>
-    bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: parseContentType(contentType).mediaType, body });
+    bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: mediaTypeOf(contentType), body });
 
   // LIST bodies: the route's delimiter, else one the header makes certain (csv-tokenizer.ts).
   const listContext = { listDelimiter: phase.delimiter, listRequireCertainDelimiter: true };
@@ -88,7 +89,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
     protectBody(body, contentType, requestId, readAs) {
       if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
-      const { mediaType } = parseContentType(contentType);
+      const mediaType = mediaTypeOf(contentType);
       const kind = readAs ?? kindOf(body, contentType);
       if (kind === undefined) {
         throw new DpgError(
@@ -125,17 +126,6 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
 function outcomeOf(kind: BodyKind, summary: ProtectSummary): PhaseOutcome {
   return { dataSetType: kind, valuesProtected: summary.protected, valuesFailed: summary.failed };
-}
-
-export function parseContentType(header: string | undefined): { mediaType: string; charset: string | undefined } {
-  if (!header) return { mediaType: '', charset: undefined };
-  const parts = header.split(';');
-  let charset: string | undefined;
-  for (let i = 1; i < parts.length; i++) {
-    const [k, v] = parts[i].split('=');
-    if (k.trim().toLowerCase() === 'charset' && v !== undefined) charset = v.trim().replace(/^"|"$/g, '').toLowerCase();
-  }
-  return { mediaType: parts[0].trim().toLowerCase(), charset };
 }
 
 /**
