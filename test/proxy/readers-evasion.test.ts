@@ -33,6 +33,7 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
           route('body', { match: at('/body'), request: mask }),
           route('query', { match: at('/query'), request: { ...mask, queryParams: ['name', 'firstName', 'cardNumber', 'customer'] } }),
           route('csv-semicolon', { match: at('/csv-semicolon'), request: { ...mask, delimiter: ';' } }),
+          route('lax', { match: at('/lax'), request: mask, onError: 'passthrough' }),
         ],
       }),
     );
@@ -281,6 +282,13 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
       const r = await protectedOutcome('declared ;', '/csv-semicolon', `name;email,phone\n${NAME};x,y\n`, 'text/csv');
       assert.equal(r.received!.toString(), `name;email,phone\n${NAME_MASKED};x,y\n`);
     });
+  });
+
+  test('onError: passthrough forwards none of these refusals', async () => {
+    await refused('UTF-7 XML', '/lax', `<?xml version="1.0" encoding="UTF-7"?><customer><name>${NAME}</name></customer>`, 'application/xml', 415);
+    await refused('charset', '/lax', JSON.stringify({ name: NAME }), 'application/json; charset=utf-7', 415);
+    await refused('NUL in a name', '/lax', 'name%00x=Jane+Doe', 'application/x-www-form-urlencoded', 400);
+    await refused('two delimiters', '/lax', `name;email,x\n${NAME};a,b\n`, 'text/csv', 400);
   });
 
   test('no value reached the proxy log', () => {
