@@ -80,7 +80,7 @@ export class CsvTokenizer {
   /** Header detection: bytes held until the first line break (and the byte after a CR) arrive. */
   private head: Buffer[] | undefined = [];
   private headBytes = 0;
-  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, content: false, counts: [0, 0, 0, 0] };
+  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, content: false, spaceRun: false, innerSpaces: 0, counts: [0, 0, 0, 0] };
   private layoutValue: CsvLayout | undefined;
 
   private state: State = State.FieldStart;
@@ -198,12 +198,12 @@ export class CsvTokenizer {
             found = true;
             break scanning;
           }
-          scan.counts.fill(0); // a blank line before the header
+          this.restartHeader(); // a blank line before the header
           if (c === LF) continue;
         }
         if (c === QUOTE) {
           scan.inQuotes = !scan.inQuotes;
-          scan.content = true;
+          this.noteHeaderByte(c);
         } else if (scan.inQuotes) continue;
         else if (c === LF) {
           if (scan.content) {
@@ -211,10 +211,10 @@ export class CsvTokenizer {
             found = true;
             break scanning;
           }
-          scan.counts.fill(0);
+          this.restartHeader();
         } else if (c === CR) scan.pendingCr = true;
         else {
-          if (c !== 0x20 && c !== 0x09) scan.content = true;
+          this.noteHeaderByte(c);
           const k = CANDIDATE_DELIMITERS.indexOf(c);
           if (k >= 0) scan.counts[k]++;
         }
@@ -226,10 +226,12 @@ export class CsvTokenizer {
     }
     if (this.delimiter < 0) {
       const counts = scan.counts;
-      if (this.requireCertainDelimiter && counts.filter((n) => n > 0).length > 1) {
+      const classes = counts.filter((n) => n > 0).length;
+      // No candidate and a space between names (`name email`): a reader splitting on whitespace sees columns.
+      if (this.requireCertainDelimiter && (classes > 1 || (classes === 0 && scan.innerSpaces > 0))) {
         throw new DpgError(
           'MALFORMED_DATA_SET',
-          'LIST header line holds more than one candidate delimiter (, ; tab |): the delimiter is not certain; declare it (the route\'s delimiter)',
+          'LIST header line holds more than one candidate delimiter (, ; tab | or spaces between names): the delimiter is not certain; declare it (the route\'s delimiter)',
         );
       }
       let best = 0;
@@ -238,6 +240,25 @@ export class CsvTokenizer {
     }
     this.layoutValue = { delimiter: String.fromCharCode(this.delimiter), eol, bom: scan.bom };
     return true;
+  }
+
+  /** A byte of the header line outside quotes (or a quote): content, and spaces between names. */
+  private noteHeaderByte(c: number): void {
+    const scan = this.headScan;
+    if (c === 0x20 || c === 0x09) {
+      if (scan.content) scan.spaceRun = true;
+      return;
+    }
+    if (scan.spaceRun) scan.innerSpaces++;
+    scan.spaceRun = false;
+    scan.content = true;
+  }
+
+  /** A blank line ended before any header byte: the header starts on the next line. */
+  private restartHeader(): void {
+    this.headScan.counts.fill(0);
+    this.headScan.spaceRun = false;
+    this.headScan.innerSpaces = 0;
   }
 
   /** The state machine over one chunk; field text is sliced out of `buf` between markers. */

@@ -184,11 +184,13 @@ describe('CsvTokenizer: delimiter certainty (issue 16, class 6)', () => {
   });
 
   it('with requireCertainDelimiter, a header holding two candidates is refused; one, or a declared delimiter, is read', () => {
-    for (const header of ['a;b,c', 'a,b;c', 'a\tb;c', 'a|b,c', '\na;b,c']) {
+    for (const header of ['a;b,c', 'a,b;c', 'a\tb;c', 'a|b,c', '\na;b,c', 'name email', '\n first  last ']) {
       expectError(() => tokenize(`${header}\n1;2,3\n`, [], { requireCertainDelimiter: true }), 'MALFORMED_DATA_SET', /not certain/, ['1;2']);
     }
     assert.equal(tokenize('a;"b,c"\n1;2\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ';');
     assert.equal(tokenize('single\n1\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
+    assert.equal(tokenize(' single \n1\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
+    assert.equal(tokenize('full name,email\n1,2\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
     assert.deepEqual(fieldsOf(tokenize('a;b,c\n1;2,3\n', [], { requireCertainDelimiter: true, delimiter: ';' })), [['a', 'b,c'], ['1', '2,3']]);
     // Without the option the most frequent candidate still wins (the API and the CLI).
     assert.equal(tokenize('a;b;c,d\n', []).layout?.delimiter, ';');
