@@ -119,6 +119,8 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
         ['charset=iso-8859-1', Buffer.from(json), 'application/json; charset=ISO-8859-1'],
         ['charset quoted', Buffer.from(json), 'application/json; charset="windows-1252"'],
         ['two charsets', Buffer.from(json), 'application/json; charset=utf-8; charset=utf-7'],
+        ['RFC 2231 charset*', Buffer.from(json), "application/json; charset*=utf-7''"],
+        ['charset with spaces', Buffer.from(json), 'application/json; CHARSET = UTF-7'],
         ['us-ascii with other bytes', Buffer.from(JSON.stringify({ name: 'Jäne Doe' })), 'application/json; charset=us-ascii'],
         ['utf-16 charset without a mark', Buffer.from(json, 'utf16le'), 'application/json; charset=utf-16'],
         ['utf-16be charset on a LE mark', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(json, 'utf16le')]), 'application/json; charset=utf-16be'],

@@ -47,14 +47,16 @@ function refused(detail: string): RefusedInputError {
   return new RefusedInputError('UNSUPPORTED_DATA_SET_TYPE', `${detail}: only UTF-8, US-ASCII and UTF-16 with a byte order mark are read, so it cannot be protected`);
 }
 
-/** Every `charset` parameter of a Content-Type, lower case and unquoted. */
+/** Every `charset` (and `charset*`) parameter of a Content-Type, lower case and unquoted. */
 export function charsetsOf(contentType: string | undefined): string[] {
   if (!contentType) return [];
   const out: string[] = [];
   const parts = contentType.split(';');
   for (let i = 1; i < parts.length; i++) {
     const eq = parts[i].indexOf('=');
-    if (eq === -1 || parts[i].slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const key = eq === -1 ? '' : parts[i].slice(0, eq).trim().toLowerCase();
+    // `charset*` (RFC 2231) too: a reader honouring it reads its value, which is then never a plain name here.
+    if (key !== 'charset' && !key.startsWith('charset*')) continue;
     out.push(parts[i].slice(eq + 1).trim().replace(/^"|"$/g, '').toLowerCase());
   }
   return out;
