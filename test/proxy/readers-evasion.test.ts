@@ -34,6 +34,7 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
           route('query', { match: at('/query'), request: { ...mask, queryParams: ['name', 'firstName', 'cardNumber', 'customer'] } }),
           route('csv-semicolon', { match: at('/csv-semicolon'), request: { ...mask, delimiter: ';' } }),
           route('lax', { match: at('/lax'), request: mask, onError: 'passthrough' }),
+          route('other', { match: at('/other'), request: mask, otherContent: 'passthrough' }),
         ],
       }),
     );
@@ -291,6 +292,30 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
     await refused('charset', '/lax', JSON.stringify({ name: NAME }), 'application/json; charset=utf-7', 415);
     await refused('NUL in a name', '/lax', 'name%00x=Jane+Doe', 'application/x-www-form-urlencoded', 400);
     await refused('two delimiters', '/lax', `name;email,x\n${NAME};a,b\n`, 'text/csv', 400);
+  });
+
+  test('otherContent: passthrough does not pass untyped JSON or XML in UTF-16 or UTF-32 unread: protected when marked UTF-16, else 415', async () => {
+    const json = JSON.stringify({ name: NAME });
+    const xml = `<customer><name>${NAME}</name></customer>`;
+    const utf32le = (t: string): Buffer => Buffer.concat([...t].map((c) => { const b = Buffer.alloc(4); b.writeUInt32LE(c.codePointAt(0)!); return b; }));
+    // Marked UTF-16 is decoded, so it is read and protected.
+    for (const type of ['text/plain', 'application/octet-stream']) {
+      await protectedOutcome(`UTF-16LE marked JSON as ${type}`, '/other', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(` ${json}`, 'utf16le')]), type);
+      await protectedOutcome(`UTF-16BE marked XML as ${type}`, '/other', Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(xml, 'utf16le').swap16()]), type);
+    }
+    const cases: [string, Buffer][] = [
+      ['UTF-16LE unmarked JSON', Buffer.from(json, 'utf16le')],
+      ['UTF-16BE unmarked JSON', Buffer.from(json, 'utf16le').swap16()],
+      ['UTF-32LE marked JSON', Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), utf32le(json)])],
+      ['UTF-32LE unmarked XML', utf32le(xml)],
+      ['EBCDIC <?xm', Buffer.from([0x4c, 0x6f, 0xa7, 0x94, 0x93, 0x40])],
+    ];
+    for (const [label, body] of cases) {
+      for (const type of ['text/plain', 'application/octet-stream']) await refused(`${label} as ${type}`, '/other', body, type, 415);
+    }
+    // Text that is no document is still other content there.
+    const prose = await send('/other', 'just words', 'text/plain');
+    assert.equal(prose.received?.toString(), 'just words');
   });
 
   test('no value reached the proxy log', () => {
