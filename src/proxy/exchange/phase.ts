@@ -171,9 +171,13 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const name = formDecode(rawName, where, i);
+    // An app that decodes once more (a framework over a framework) reads `card%254Eumber` as cardNumber.
+    const twice = ESCAPE.test(name) ? decodeOnceMore(name) : name;
     // PHP cuts a name at NUL (`name%00x` is `name`), others keep it: no one reading, so refused.
-    if (CONTROL.test(name)) throw new RefusedInputError('MALFORMED_DATA_SET', `The ${where} pair ${i + 1} has a name holding a NUL or control character`);
-    const action = resolvePairName(name, prepared, selected);
+    if (CONTROL.test(name) || CONTROL.test(twice)) {
+      throw new RefusedInputError('MALFORMED_DATA_SET', `The ${where} pair ${i + 1} has a name holding a NUL or control character`);
+    }
+    const action = preferOwnRule(resolvePairName(name, prepared, selected), twice === name ? undefined : resolvePairName(twice, prepared, selected));
     if (action === undefined) {
       out.push(pair);
       continue;
@@ -229,6 +233,18 @@ function preferOwnRule(first: FieldAction | undefined, second: FieldAction | und
 }
 
 const NUMERIC = /^\d+$/;
+/** A percent-escape left in a name after decoding. */
+const ESCAPE = /%[0-9A-Fa-f]{2}/;
+
+/** A name decoded a second time; as it was where that is not valid percent-encoding. */
+function decodeOnceMore(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
+}
+
 /** NUL, C0 and C1 control characters and DEL. */
 const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
