@@ -30,7 +30,7 @@ function leaves(value: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/** PHP's reading of a form body or query string: `{ names, values }` as $_POST would hold them. */
+/** PHP's reading of a form body or query string (as $_POST holds it), and every value in it. */
 export function phpParse(body: Buffer): { parsed: unknown; values: string[] } {
   const out = run('php', ['-r', 'parse_str(file_get_contents("php://stdin"), $a); echo json_encode($a, JSON_INVALID_UTF8_SUBSTITUTE);'], body);
   if (out === undefined) throw new Error('php parse_str failed');

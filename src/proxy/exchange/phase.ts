@@ -10,6 +10,7 @@ import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
 import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../reading/body-kind.ts';
 import { readBodyText } from '../reading/body-charset.ts';
+import { nestedReadings, paramNameReadings, phpName } from '../reading/param-names.ts';
 import { mediaTypeOf } from '../reading/routes.ts';
 
 export { inferBodyKind } from '../reading/body-kind.ts';
@@ -146,20 +147,6 @@ function checkForm(text: string): void {
 }
 
 /**
- * PHP's reading of a parameter name: leading spaces dropped, then spaces and dots in the name before any `[` become `_`
- * (`card.number` is `$_POST['card_number']`), and so does a `[` that is never closed
- * (`card[number` is `card_number`; a closed `[…]` is an array key). With `_` ignored by name
- * matching, that reading is tried too, so such names are `cardNumber` wherever PHP would say so.
- */
-function phpName(spelled: string): string {
-  const name = spelled.replace(/^ +/, ''); // PHP drops leading spaces of a name
-  const bracket = name.indexOf('[');
-  const head = (bracket === -1 ? name : name.slice(0, bracket)).replace(/[. ]/g, '_');
-  if (bracket === -1) return head;
-  return name.includes(']', bracket) ? head + name.slice(bracket) : `${head}_${name.slice(bracket + 1)}`;
-}
-
-/**
  * Protects `name=value` pairs of a form body or query string with the prepared job's resolver:
  * pairs keep their order; untouched pairs keep their exact bytes; Restrict drops the pair.
  */
@@ -171,13 +158,8 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const name = formDecode(rawName, where, i);
-    // An app that decodes once more (a framework over a framework) reads `card%254Eumber` as cardNumber.
-    const twice = ESCAPE.test(name) ? decodeOnceMore(name) : name;
-    // PHP cuts a name at NUL (`name%00x` is `name`), others keep it: no one reading, so refused.
-    if (CONTROL.test(name) || CONTROL.test(twice)) {
-      throw new RefusedInputError('MALFORMED_DATA_SET', `The ${where} pair ${i + 1} has a name holding a NUL or control character`);
-    }
-    const action = preferOwnRule(resolvePairName(name, prepared, selected), twice === name ? undefined : resolvePairName(twice, prepared, selected));
+    let action: FieldAction | undefined;
+    for (const reading of paramNameReadings(name, where, i)) action = preferOwnRule(action, resolvePairName(reading, prepared, selected));
     if (action === undefined) {
       out.push(pair);
       continue;
@@ -196,20 +178,15 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
 }
 
 /**
- * The action for a pair name. Frameworks read `customer[cardNumber]`, `customer.cardNumber` and
- * `cards[0][number]` as nested fields, so after the full name we try, as JSON would: the innermost
+ * The action for a pair name (one reading of it, param-names.ts). Frameworks read
+ * `customer[cardNumber]`, `customer.cardNumber` and `cards[0][number]` as nested fields, so after
+ * the full name and PHP's reading of it we try, as JSON would: the innermost
  * named segment (with its `$.` path), then each enclosing segment outwards — a rule on `customer`
  * covers everything beneath it, like a JSON key whose value is an object.
  */
 function resolvePairName(name: string, prepared: PreparedJob, selected: (name: string) => boolean): FieldAction | undefined {
   const php = phpName(name);
-  // Segments as servers nest them (Rails, qs, PHP), of the name as sent, of PHP's reading of it
-  // (`first name[]` is PHP's `first_name[]`) and with every space read as `_` (`a[first name]`:
-  // when in doubt, the segment is the field it nearly names).
-  const nestings: string[][] = [];
-  for (const spelled of new Set([name, php, name.replace(/ /g, '_')])) {
-    if (spelled.includes('[') || spelled.includes('.')) nestings.push(spelled.split(/[[\].]/).filter((x) => x !== ''));
-  }
+  const nestings = nestedReadings(name);
   if (!selected(name) && !nestings.some((segments) => segments.some(selected))) return undefined;
   // Detection by content (byContent) stands in only when no segment has a rule of its own.
   const direct = preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
@@ -233,20 +210,6 @@ function preferOwnRule(first: FieldAction | undefined, second: FieldAction | und
 }
 
 const NUMERIC = /^\d+$/;
-/** A percent-escape left in a name after decoding. */
-const ESCAPE = /%[0-9A-Fa-f]{2}/;
-
-/** A name decoded a second time; as it was where that is not valid percent-encoding. */
-function decodeOnceMore(name: string): string {
-  try {
-    return decodeURIComponent(name);
-  } catch {
-    return name;
-  }
-}
-
-/** NUL, C0 and C1 control characters and DEL. */
-const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /** `$.customer.cards[0].number` from the first `end` segments, for manifests with path selectors. */
