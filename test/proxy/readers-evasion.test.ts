@@ -151,6 +151,37 @@ describe('issue 16: readers that differ from the upstream\'s', () => {
       await protectedOutcome('declared UTF-8, charset utf8', '/body', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><customer><name>${NAME}</name></customer>`, 'application/xml; charset=utf8');
     });
 
+    test('property: generated marks, charsets and declarations never bring the name to the upstream (nor to libxml2) in clear', async () => {
+      const marks: Record<string, number[]> = { none: [], 'utf-8': [0xef, 0xbb, 0xbf], 'utf-16le': [0xff, 0xfe], 'utf-16be': [0xfe, 0xff], 'utf-32le': [0xff, 0xfe, 0, 0], 'utf-7': [0x2b, 0x2f, 0x76, 0x38] };
+      const bytesOf = (text: string, as: string): Buffer =>
+        as === 'utf-16le' ? Buffer.from(text, 'utf16le') : as === 'utf-16be' ? Buffer.from(text, 'utf16le').swap16() : as === 'latin1' ? Buffer.from(text, 'latin1') : Buffer.from(text, 'utf8');
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...Object.keys(marks)),
+          fc.constantFrom('utf-8', 'utf-16le', 'utf-16be', 'latin1'),
+          fc.constantFrom(undefined, 'utf-8', 'us-ascii', 'utf-16', 'iso-8859-1', 'utf-7'),
+          fc.constantFrom(undefined, 'UTF-8', 'UTF-16', 'ISO-8859-1', 'UTF-7', 'US-ASCII'),
+          fc.constantFrom('Jane Doe', 'Jäne Doe'),
+          async (mark, as, charset, declared, value) => {
+            const doc = `${declared === undefined ? '' : `<?xml version="1.0" encoding="${declared}"?>`}<customer><name>${value}</name></customer>`;
+            const body = Buffer.concat([Buffer.from(marks[mark]!), bytesOf(doc, as)]);
+            const raw = upstream.rawBytes().length;
+            const r = await send('/body', body, `application/xml${charset === undefined ? '' : `; charset=${charset}`}`);
+            const wire = upstream.rawBytes().subarray(raw);
+            if (r.received === undefined) {
+              assert.ok(r.status === 415 || r.status === 400, `${r.status} ${r.answer}`);
+              assert.equal(wire.length, 0);
+              return;
+            }
+            assert.equal(r.status, 200, r.answer);
+            for (const enc of ['utf-8', 'utf-16le', 'utf-16be', 'latin1']) assert.ok(!wire.includes(bytesOf(value, enc)), `${value} in clear as ${enc}`);
+            if (LXML_PYTHON !== undefined) assert.ok(!(lxmlText(r.received) ?? '').includes(value), 'libxml2 reads the name');
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
+
     test('libxml2 (lxml) reads the forwarded UTF-16 document without the card, and reads the UTF-7 one the gateway refuses', async (t) => {
       if (LXML_PYTHON === undefined) {
         t.diagnostic(LXML_MISSING);
