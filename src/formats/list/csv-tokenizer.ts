@@ -80,7 +80,7 @@ export class CsvTokenizer {
   /** Header detection: bytes held until the first line break (and the byte after a CR) arrive. */
   private head: Buffer[] | undefined = [];
   private headBytes = 0;
-  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, content: false, spaceRun: false, innerSpaces: 0, counts: [0, 0, 0, 0] };
+  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, content: false, spaceRun: false, innerSpaces: 0, lead: '', counts: [0, 0, 0, 0] };
   private layoutValue: CsvLayout | undefined;
 
   private state: State = State.FieldStart;
@@ -227,11 +227,12 @@ export class CsvTokenizer {
     if (this.delimiter < 0) {
       const counts = scan.counts;
       const classes = counts.filter((n) => n > 0).length;
-      // No candidate and a space between names (`name email`): a reader splitting on whitespace sees columns.
-      if (this.requireCertainDelimiter && (classes > 1 || (classes === 0 && scan.innerSpaces > 0))) {
+      // No candidate and a space between names (`name email`): a reader splitting on whitespace sees
+      // columns. `sep=;` first: Excel takes it as the delimiter and the next line as the header.
+      if (this.requireCertainDelimiter && (classes > 1 || (classes === 0 && scan.innerSpaces > 0) || scan.lead === 'sep=')) {
         throw new DpgError(
           'MALFORMED_DATA_SET',
-          'LIST header line holds more than one candidate delimiter (, ; tab | or spaces between names): the delimiter is not certain; declare it (the route\'s delimiter)',
+          'LIST header line holds more than one candidate delimiter (, ; tab |), spaces between names or a sep= line: the delimiter is not certain; declare it (the route\'s delimiter)',
         );
       }
       let best = 0;
@@ -249,6 +250,7 @@ export class CsvTokenizer {
       if (scan.content) scan.spaceRun = true;
       return;
     }
+    if (scan.lead.length < 4) scan.lead += String.fromCharCode(c | 0x20);
     if (scan.spaceRun) scan.innerSpaces++;
     scan.spaceRun = false;
     scan.content = true;
@@ -259,6 +261,7 @@ export class CsvTokenizer {
     this.headScan.counts.fill(0);
     this.headScan.spaceRun = false;
     this.headScan.innerSpaces = 0;
+    this.headScan.lead = '';
   }
 
   /** The state machine over one chunk; field text is sliced out of `buf` between markers. */

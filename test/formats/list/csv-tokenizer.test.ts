@@ -184,7 +184,7 @@ describe('CsvTokenizer: delimiter certainty (issue 16, class 6)', () => {
   });
 
   it('with requireCertainDelimiter, a header holding two candidates is refused; one, or a declared delimiter, is read', () => {
-    for (const header of ['a;b,c', 'a,b;c', 'a\tb;c', 'a|b,c', '\na;b,c', 'name email', '\n first  last ']) {
+    for (const header of ['a;b,c', 'a,b;c', 'a\tb;c', 'a|b,c', '\na;b,c', 'name email', '\n first  last ', 'sep=;\nname;email', 'SEP=,']) {
       expectError(() => tokenize(`${header}\n1;2,3\n`, [], { requireCertainDelimiter: true }), 'MALFORMED_DATA_SET', /not certain/, ['1;2']);
     }
     assert.equal(tokenize('a;"b,c"\n1;2\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ';');
