@@ -419,12 +419,15 @@ class SectionReader {
     const name = f.name.present ? f.name.string() : f.name.problem('is required');
     let match: RouteMatch = {};
     if (f.match.present) {
-      const m = f.match.fields(['host', 'port', 'methods', 'path', 'contentType'] as const);
+      const m = f.match.fields(['host', 'port', 'methods', 'path', 'pathMatch', 'contentType'] as const);
+      const pathMatch = m.pathMatch.present ? m.pathMatch.string() : undefined;
+      if (pathMatch !== undefined && pathMatch !== 'lenient' && pathMatch !== 'exact') m.pathMatch.problem('must be lenient or exact');
       match = {
         ...(m.host.present ? { host: m.host.string()?.toLowerCase() } : {}),
         ...(m.port.present ? { port: m.port.number({ integer: true, min: 1, max: 65535 }) } : {}),
         ...(m.methods.present ? { methods: m.methods.items().map((x) => x.string()?.toUpperCase()).filter((x): x is string => !!x) } : {}),
         ...(m.path.present ? { path: m.path.string() } : {}),
+        ...(pathMatch === 'exact' || pathMatch === 'lenient' ? { pathMatch } : {}),
         ...(m.contentType.present ? { contentType: m.contentType.string()?.toLowerCase() } : {}),
       };
       if (match.host !== undefined && !validHostPattern(match.host)) m.host.problem('must be a host name, an IP address, *.name or *');
@@ -462,6 +465,7 @@ class SectionReader {
       'preserveStringLength',
       'silentMode',
       'sqlDialect',
+      'delimiter',
       'queryParams',
     ] as const);
     const manifest = f.manifest.present ? f.manifest.string() : f.manifest.problem('is required');
@@ -482,10 +486,22 @@ class SectionReader {
     set('preserveStringLength', opt(f.preserveStringLength, () => f.preserveStringLength.boolean()));
     set('silentMode', opt(f.silentMode, () => f.silentMode.boolean()));
     set('sqlDialect', opt(f.sqlDialect, () => f.sqlDialect.string()));
+    set(
+      'delimiter',
+      opt(f.delimiter, () => {
+        const d = f.delimiter.string();
+        if (d === undefined || LIST_DELIMITERS.includes(d)) return d;
+        f.delimiter.problem('must be one of "," ";" "|" or a tab');
+        return undefined;
+      }),
+    );
     set('queryParams', opt(f.queryParams, () => f.queryParams.items().map((x) => x.string()).filter((x): x is string => !!x)));
     return phase as unknown as RoutePhase;
   }
 }
+
+/** The delimiters a route may declare for LIST bodies (the ones the CSV reader knows). */
+const LIST_DELIMITERS: readonly string[] = [',', ';', '|', '\t'];
 
 /** A route host: `*`, `*.name`, a name or an IP literal the URL host parser accepts (the proxy canonicalises it). */
 function validHostPattern(pattern: string): boolean {

@@ -107,6 +107,12 @@ export interface RouteMatch {
   readonly methods?: readonly string[];
   /** Glob: `*` one segment, `**` any number of segments. */
   readonly path?: string;
+  /**
+   * How `path` is compared (docs/proxy.md "Paths"): `lenient` (default) as common servers route —
+   * letter case ignored, a format suffix (`.json`) of the last segment, trailing dots, spaces and
+   * slashes ignored; `exact`: the canonical path as it is, case-sensitive.
+   */
+  readonly pathMatch?: 'lenient' | 'exact';
   /** Media type without parameters (`application/json`), may end with `/*`. */
   readonly contentType?: string;
 }
@@ -125,6 +131,11 @@ export interface RoutePhase {
   readonly preserveStringLength?: boolean;
   readonly silentMode?: boolean;
   readonly sqlDialect?: string;
+  /**
+   * The delimiter of LIST (CSV) bodies (one of `,` `;` tab `|`). Absent: read from the header line,
+   * and a body whose delimiter is not certain is refused (docs/proxy.md "Body types").
+   */
+  readonly delimiter?: string;
   /** Query-string parameters protected as fields of the same manifest. */
   readonly queryParams?: readonly string[];
 }

@@ -67,6 +67,10 @@ export interface RequestContext {
   readonly apiType?: string;
   /** SQL dialect name for SQL payloads (mysql, postgresql, …). */
   readonly sqlDialect?: string;
+  /** LIST payloads: the delimiter, when the caller knows it (the proxy route's `delimiter`). */
+  readonly listDelimiter?: string;
+  /** LIST payloads without `listDelimiter`: refuse a header whose delimiter is not certain (the proxy). */
+  readonly listRequireCertainDelimiter?: boolean;
 }
 
 /** How a request identifies the job to run. */

@@ -87,7 +87,8 @@ export class ProtectionEngine implements Engine {
     if (typeof dataSet !== 'string' && job.dataSetType !== 'JSON') {
       throw new DpgError('INVALID_REQUEST', `A ${job.dataSetType} data set must be text`);
     }
-    const out = codec.protect(dataSet, prepared.resolver, { sqlDialect: job.context.sqlDialect });
+    const { sqlDialect, listDelimiter, listRequireCertainDelimiter } = job.context;
+    const out = codec.protect(dataSet, prepared.resolver, { sqlDialect, listDelimiter, listRequireCertainDelimiter });
     return { dataSet: out, summary: prepared.finish() };
   }
 

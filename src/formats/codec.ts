@@ -78,6 +78,10 @@ export function innerAction(own: FieldAction | undefined, inherited: FieldAction
 export interface CodecOptions {
   /** SQL dialect (mysql, mariadb, postgresql, transactsql, sqlite, bigquery, snowflake). */
   readonly sqlDialect?: string;
+  /** LIST: the delimiter; detected from the header line when absent. */
+  readonly listDelimiter?: string;
+  /** LIST without `listDelimiter`: a header holding more than one candidate delimiter is refused. */
+  readonly listRequireCertainDelimiter?: boolean;
 }
 
 /**

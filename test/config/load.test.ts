@@ -106,4 +106,19 @@ describe('config loader', () => {
     assert.equal(parseListenAddress('host'), undefined);
     assert.equal(parseListenAddress('h:99999'), undefined);
   });
+  it('reads a route\'s match.pathMatch (lenient or exact) and a phase\'s LIST delimiter; anything else is a problem', () => {
+    const routes = (pathMatch: string, delimiter: string) =>
+      ['keys:', '  source: generated', 'manifests: manifests', 'proxy:', '  enabled: true', '  routes:', '    - name: r', '      match:', '        path: /v1/**', `        pathMatch: ${pathMatch}`, '      request:', '        manifest: m', '        jobType: Mask', `        delimiter: ${delimiter}`, ''].join('\n');
+    const ok = loadConfig({ file: withConfig(routes('exact', '";"')), env: {} });
+    assert.deepEqual(ok.problems, []);
+    assert.equal(ok.config?.proxy.routes[0]?.match.pathMatch, 'exact');
+    assert.equal(ok.config?.proxy.routes[0]?.request?.delimiter, ';');
+    const tab = loadConfig({ file: withConfig(routes('lenient', '"\\t"')), env: {} });
+    assert.equal(tab.config?.proxy.routes[0]?.request?.delimiter, '\t');
+    const bad = loadConfig({ file: withConfig(routes('caseless', '"::"')), env: {} });
+    assert.equal(bad.config, undefined);
+    const text = bad.problems.map((p) => `${p.path}:${p.message}`);
+    assert.ok(text.some((t) => /pathMatch:must be lenient or exact/.test(t)), text.join('\n'));
+    assert.ok(text.some((t) => /delimiter:must be one of/.test(t)), text.join('\n'));
+  });
 });

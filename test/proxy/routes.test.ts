@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ProxyRoute } from '../../src/config/types.ts';
-import { compileContentType, compileHost, compilePathGlob, compileRoutes, normalizePath, type RequestFacts } from '../../src/proxy/reading/routes.ts';
+import fc from 'fast-check';
+import { bareRoutePath, compileContentType, compileHost, compilePathGlob, compileRoutes, normalizePath, type RequestFacts } from '../../src/proxy/reading/routes.ts';
 
 const facts = (f: Partial<RequestFacts> = {}): RequestFacts => ({
   host: 'api.partner.example',
@@ -123,7 +124,7 @@ test('hosts with trailing dots are the same host to routes and to CONNECT interc
   assert.equal(table.match(facts({ host: 'partner.example.' })), undefined);
 });
 
-test('path parameters (;x) are ignored when matching, in every segment; case stays significant', () => {
+test('path parameters (;x) are ignored when matching, in every segment; case is not (lenient default)', () => {
   assert.equal(normalizePath('/v1/customers;x=1'), '/v1/customers');
   assert.equal(normalizePath('/v1;a=b/customers;jsessionid=9/1'), '/v1/customers/1');
   assert.equal(normalizePath('/v1/x/..;/customers/1'), '/v1/customers/1');
@@ -131,5 +132,52 @@ test('path parameters (;x) are ignored when matching, in every segment; case sta
   for (const path of ['/v1/customers;x=1', '/v1/customers;x=1/2', '/v1;v=2/customers/1', '/v1/other/..;/customers/1']) {
     assert.equal(table.match(facts({ path }))?.name, 'c', path);
   }
-  assert.equal(table.match(facts({ path: '/V1/Customers/1' })), undefined);
+  assert.equal(table.match(facts({ path: '/V1/Customers/1' }))?.name, 'c');
+  const exact = compileRoutes([r('e', { path: '/v1/customers/**', pathMatch: 'exact' })]);
+  assert.equal(exact.match(facts({ path: '/V1/Customers/1' })), undefined);
+});
+
+test('lenient paths (issue 16, class 3): case, format suffix, trailing dots, spaces and slashes ignored; exact opts out', () => {
+  const cases: [string, string][] = [
+    ['/v1/customers.json', '/v1/customers'],
+    ['/v1/customers.json.', '/v1/customers'],
+    ['/v1/customers.tar.gz', '/v1/customers'],
+    ['/v1/customers%20', '/v1/customers'],
+    ['/v1/customers.%20.', '/v1/customers'],
+    ['/v1./customers/', '/v1/customers'],
+    ['/v1%20/customers//', '/v1/customers'],
+    ['/v1/.well-known', '/v1/.well-known'],
+    ['/', '/'],
+    ['/...', '/'],
+  ];
+  for (const [path, bare] of cases) assert.equal(bareRoutePath(path), bare, path);
+  const table = compileRoutes([r('exact', { path: '/exact/**', pathMatch: 'exact' }), r('c', { path: '/v1/customers/**' }), r('one', { path: '/v1/orders' }), r('slash', { path: '/v1/items/' })]);
+  for (const path of ['/V1/Customers', '/v1/customers.json', '/v1/CUSTOMERS.XML', '/v1/customers.', '/v1/customers%20', '/v1/customers/', '/v1./customers/1']) {
+    assert.equal(table.match(facts({ path }))?.name, 'c', path);
+  }
+  for (const path of ['/v1/orders.json', '/V1/ORDERS', '/v1/orders/', '/v1/orders..']) assert.equal(table.match(facts({ path }))?.name, 'one', path);
+  for (const path of ['/v1/items', '/v1/items.json', '/V1/ITEMS/']) assert.equal(table.match(facts({ path }))?.name, 'slash', path);
+  assert.equal(table.match(facts({ path: '/v1/orders/1' })), undefined);
+  assert.equal(table.match(facts({ path: '/exact/1' }))?.name, 'exact');
+  for (const path of ['/EXACT/1', '/exact.json']) assert.equal(table.match(facts({ path })), undefined, path);
+  assert.equal(table.coversUnnamed(facts({ path: '/V1/Customers.json' })), false); // hostKind any, not a name
+});
+
+test('property: every spelling a lenient route must cover is matched; an exact route keeps only its own', () => {
+  const table = compileRoutes([r('c', { path: '/v1/customers/**' })]);
+  const exact = compileRoutes([r('e', { path: '/v1/customers/**', pathMatch: 'exact' })]);
+  const caseOf = (s: string, mask: number): string => [...s].map((c, i) => ((mask >> i) & 1 ? c.toUpperCase() : c)).join('');
+  const trailer = fc.constantFrom('', '.', '..', '%20', '.%20', ' ', '/', '//');
+  const ext = fc.oneof(fc.constant(''), fc.stringMatching(/^\.[a-zA-Z0-9]{1,8}$/));
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 2 ** 12 - 1 }), fc.constantFrom('', '/1', '/1/cards'), ext, trailer, (mask, sub, e, t) => {
+      const path = `/${caseOf('v1/customers', mask)}${sub}${e}${t}`;
+      assert.equal(table.match(facts({ path }))?.name, 'c', path);
+      if (mask === 0 && sub !== '') assert.equal(exact.match(facts({ path }))?.name, 'e', path);
+      if (mask !== 0 && /[a-z]/.test('v1/customers'.slice(0, 12).split('').filter((_, i) => (mask >> i) & 1).join(''))) {
+        assert.equal(exact.match(facts({ path })), undefined, path);
+      }
+    }),
+    { numRuns: 500 },
+  );
 });

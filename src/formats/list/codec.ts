@@ -46,9 +46,13 @@ export function createListProtectStream(resolver: FieldResolver, options: ListOp
 export function createListCodec(options: ListOptions = {}): DocumentCodec {
   return {
     type: 'LIST',
-    protect(input: string | unknown, resolver: FieldResolver, _codecOptions: CodecOptions): string {
+    protect(input: string | unknown, resolver: FieldResolver, codecOptions: CodecOptions): string {
       const bytes = toBytes(input);
-      const protector = new ListProtector(resolver, options);
+      const protector = new ListProtector(resolver, {
+        ...options,
+        delimiter: codecOptions.listDelimiter ?? options.delimiter,
+        requireCertainDelimiter: codecOptions.listRequireCertainDelimiter ?? options.requireCertainDelimiter,
+      });
       return protector.write(bytes) + protector.end();
     },
   };

@@ -16,6 +16,12 @@ export interface CsvLimits {
 export interface CsvTokenizerOptions extends CsvLimits {
   /** One of `,` `;` tab `|` (or any single ASCII character but a quote or line break); detected from the header line when absent. */
   readonly delimiter?: string;
+  /**
+   * Without `delimiter`: refuse (MALFORMED_DATA_SET) a header line that holds more than one of the
+   * candidate delimiters outside quotes, rather than pick the most frequent. A reader that picks
+   * another one (Python's Sniffer, a server configured for `;`) would see other columns.
+   */
+  readonly requireCertainDelimiter?: boolean;
 }
 
 /** What the tokenizer learnt about the input's layout, known once the first record is complete. */
@@ -69,11 +75,12 @@ export class CsvTokenizer {
   private readonly maxFieldBytes: number;
   private readonly maxColumns: number;
   private delimiter: number;
+  private readonly requireCertainDelimiter: boolean;
 
   /** Header detection: bytes held until the first line break (and the byte after a CR) arrive. */
   private head: Buffer[] | undefined = [];
   private headBytes = 0;
-  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, counts: [0, 0, 0, 0] };
+  private readonly headScan = { piece: -1, offset: 0, inQuotes: false, pendingCr: false, bom: false, content: false, spaceRun: false, innerSpaces: 0, lead: '', counts: [0, 0, 0, 0] };
   private layoutValue: CsvLayout | undefined;
 
   private state: State = State.FieldStart;
@@ -94,6 +101,7 @@ export class CsvTokenizer {
     this.maxFieldBytes = options.maxFieldBytes ?? DEFAULT_CSV_LIMITS.maxFieldBytes;
     this.maxColumns = options.maxColumns ?? DEFAULT_CSV_LIMITS.maxColumns;
     this.delimiter = options.delimiter === undefined ? -1 : delimiterByte(options.delimiter);
+    this.requireCertainDelimiter = options.requireCertainDelimiter === true;
   }
 
   /** Known after the first record (or at end()); undefined before. */
@@ -158,9 +166,11 @@ export class CsvTokenizer {
   }
 
   /**
-   * Scans the held header bytes (only those not scanned yet) for the end of the header line, then
-   * picks the delimiter (most frequent candidate outside quotes, `,` on a tie or none) and the
-   * line terminator. Returns false while the header line is still incomplete.
+   * Scans the held header bytes (only those not scanned yet) for the end of the header line — the
+   * first line holding more than spaces and tabs: blank lines before it are skipped, as readers
+   * skip them, so they cannot change the reading — then picks the delimiter (most frequent
+   * candidate outside quotes, `,` on a tie or none; with requireCertainDelimiter, more than one
+   * candidate is refused) and the line terminator. Returns false while the header line is still incomplete.
    */
   private scanHead(atEnd: boolean): boolean {
     const head = this.head ?? [];
@@ -182,18 +192,29 @@ export class CsvTokenizer {
       for (let i = scan.offset; i < buf.length; i++) {
         const c = buf[i];
         if (scan.pendingCr) {
-          eol = c === LF ? '\r\n' : '\r';
-          found = true;
-          break scanning;
+          scan.pendingCr = false;
+          if (scan.content) {
+            eol = c === LF ? '\r\n' : '\r';
+            found = true;
+            break scanning;
+          }
+          this.restartHeader(); // a blank line before the header
+          if (c === LF) continue;
         }
-        if (c === QUOTE) scan.inQuotes = !scan.inQuotes;
-        else if (scan.inQuotes) continue;
+        if (c === QUOTE) {
+          scan.inQuotes = !scan.inQuotes;
+          this.noteHeaderByte(c);
+        } else if (scan.inQuotes) continue;
         else if (c === LF) {
-          eol = '\n';
-          found = true;
-          break scanning;
+          if (scan.content) {
+            eol = '\n';
+            found = true;
+            break scanning;
+          }
+          this.restartHeader();
         } else if (c === CR) scan.pendingCr = true;
         else {
+          this.noteHeaderByte(c);
           const k = CANDIDATE_DELIMITERS.indexOf(c);
           if (k >= 0) scan.counts[k]++;
         }
@@ -205,12 +226,42 @@ export class CsvTokenizer {
     }
     if (this.delimiter < 0) {
       const counts = scan.counts;
+      const classes = counts.filter((n) => n > 0).length;
+      // No candidate and a space between names (`name email`): a reader splitting on whitespace sees
+      // columns. `sep=;` first: Excel takes it as the delimiter and the next line as the header.
+      if (this.requireCertainDelimiter && (classes > 1 || (classes === 0 && scan.innerSpaces > 0) || scan.lead === 'sep=')) {
+        throw new DpgError(
+          'MALFORMED_DATA_SET',
+          'LIST header line holds more than one candidate delimiter (, ; tab |), spaces between names or a sep= line: the delimiter is not certain; declare it (the route\'s delimiter)',
+        );
+      }
       let best = 0;
       for (let k = 1; k < counts.length; k++) if (counts[k] > counts[best]) best = k;
       this.delimiter = CANDIDATE_DELIMITERS[best];
     }
     this.layoutValue = { delimiter: String.fromCharCode(this.delimiter), eol, bom: scan.bom };
     return true;
+  }
+
+  /** A byte of the header line outside quotes (or a quote): content, and spaces between names. */
+  private noteHeaderByte(c: number): void {
+    const scan = this.headScan;
+    if (c === 0x20 || c === 0x09) {
+      if (scan.content) scan.spaceRun = true;
+      return;
+    }
+    if (scan.lead.length < 4) scan.lead += String.fromCharCode(c | 0x20);
+    if (scan.spaceRun) scan.innerSpaces++;
+    scan.spaceRun = false;
+    scan.content = true;
+  }
+
+  /** A blank line ended before any header byte: the header starts on the next line. */
+  private restartHeader(): void {
+    this.headScan.counts.fill(0);
+    this.headScan.spaceRun = false;
+    this.headScan.innerSpaces = 0;
+    this.headScan.lead = '';
   }
 
   /** The state machine over one chunk; field text is sliced out of `buf` between markers. */

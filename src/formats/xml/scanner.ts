@@ -2,6 +2,7 @@
 // (offsets into the original text) rather than building a tree, so callers can splice values in place.
 
 import { DpgError } from '../../core/errors.ts';
+import { unsupportedDeclaration } from './declaration.ts';
 
 export interface XmlLimits {
   /** Deepest element nesting accepted (the root element is level 1). */
@@ -186,6 +187,9 @@ class XmlScanner {
     if (input.startsWith('<?xml', pos) && isXmlSpace(input.charCodeAt(pos + 5))) {
       const end = input.indexOf('?>', pos + 5);
       if (end === -1) this.fail(pos, 'XML declaration is not closed');
+      // The upstream's parser decodes by the declared encoding: one we do not read is refused.
+      const unsupported = unsupportedDeclaration(input);
+      if (unsupported !== undefined) throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', unsupported);
       pos = end + 2;
     }
     const n = this.length;

@@ -9,6 +9,9 @@ import type { FieldAction } from '../../formats/codec.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
 import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../reading/body-kind.ts';
+import { readBodyText } from '../reading/body-charset.ts';
+import { nestedReadings, paramNameReadings, phpName } from '../reading/param-names.ts';
+import { mediaTypeOf } from '../reading/routes.ts';
 
 export { inferBodyKind } from '../reading/body-kind.ts';
 
@@ -40,8 +43,6 @@ export interface CompiledPhase {
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
 /**
  * Validates the phase's job fields once (parseJobRequest, the same rules as every door) and
  * returns the per-request protection functions. Throws DpgError INVALID_REQUEST on bad config.
@@ -70,12 +71,14 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
   const queryParams = new Set((phase.queryParams ?? []).map(normalizeName));
   const isQueryParam = (name: string): boolean => queryParams.has(normalizeName(name)) || queryParams.has(normalizeName(phpName(name)));
   const kindOf = (body: Buffer, contentType: string | undefined, routeContentType?: string): BodyKind | undefined =>
-    bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: parseContentType(contentType).mediaType, body });
+    bodyKindOf({ fixed: fixedKind, routeContentType, mediaType: mediaTypeOf(contentType), body });
 
+  // LIST bodies: the route's delimiter, else one the header makes certain (csv-tokenizer.ts).
+  const listContext = { listDelimiter: phase.delimiter, listRequireCertainDelimiter: true };
   const jobFor = (dataSetType: DataSetType, requestId: string): JobSpec => ({
     ...base,
     dataSetType,
-    context: { ...base.context, requestId },
+    context: dataSetType === 'LIST' ? { ...base.context, ...listContext, requestId } : { ...base.context, requestId },
   });
 
   return {
@@ -87,7 +90,7 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
     protectBody(body, contentType, requestId, readAs) {
       if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
-      const { mediaType, charset } = parseContentType(contentType);
+      const mediaType = mediaTypeOf(contentType);
       const kind = readAs ?? kindOf(body, contentType);
       if (kind === undefined) {
         throw new DpgError(
@@ -95,26 +98,19 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
           `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
         );
       }
-      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
-      }
-      let text: string;
-      try {
-        text = utf8.decode(body);
-      } catch (err) {
-        throw new DpgError('MALFORMED_DATA_SET', 'The body is not valid UTF-8', { cause: err });
-      }
+      // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
+      const { text, encode } = readBodyText(body, kind, contentType);
       if (kind === 'FORM') {
         checkForm(text);
         const prepared = engine.prepare(jobFor('JSON', requestId));
         const out = protectPairs(text, prepared, () => true, 'form');
         const summary = prepared.finish();
-        return { body: Buffer.from(out, 'utf8'), outcome: outcomeOf('FORM', summary) };
+        return { body: encode(out), outcome: outcomeOf('FORM', summary) };
       }
       const result = engine.protectDocument(jobFor(kind, requestId), text);
       const data = result.dataSet;
       const outText = typeof data === 'string' ? data : JSON.stringify(data);
-      return { body: Buffer.from(outText, 'utf8'), outcome: outcomeOf(kind, result.summary) };
+      return { body: encode(outText), outcome: outcomeOf(kind, result.summary) };
     },
 
     protectQuery(query, requestId) {
@@ -131,17 +127,6 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
 function outcomeOf(kind: BodyKind, summary: ProtectSummary): PhaseOutcome {
   return { dataSetType: kind, valuesProtected: summary.protected, valuesFailed: summary.failed };
-}
-
-export function parseContentType(header: string | undefined): { mediaType: string; charset: string | undefined } {
-  if (!header) return { mediaType: '', charset: undefined };
-  const parts = header.split(';');
-  let charset: string | undefined;
-  for (let i = 1; i < parts.length; i++) {
-    const [k, v] = parts[i].split('=');
-    if (k.trim().toLowerCase() === 'charset' && v !== undefined) charset = v.trim().replace(/^"|"$/g, '').toLowerCase();
-  }
-  return { mediaType: parts[0].trim().toLowerCase(), charset };
 }
 
 /**
@@ -162,19 +147,6 @@ function checkForm(text: string): void {
 }
 
 /**
- * PHP's reading of a parameter name: spaces and dots in the name before any `[` become `_`
- * (`card.number` is `$_POST['card_number']`), and so does a `[` that is never closed
- * (`card[number` is `card_number`; a closed `[…]` is an array key). With `_` ignored by name
- * matching, that reading is tried too, so such names are `cardNumber` wherever PHP would say so.
- */
-function phpName(name: string): string {
-  const bracket = name.indexOf('[');
-  const head = (bracket === -1 ? name : name.slice(0, bracket)).replace(/[. ]/g, '_');
-  if (bracket === -1) return head;
-  return name.includes(']', bracket) ? head + name.slice(bracket) : `${head}_${name.slice(bracket + 1)}`;
-}
-
-/**
  * Protects `name=value` pairs of a form body or query string with the prepared job's resolver:
  * pairs keep their order; untouched pairs keep their exact bytes; Restrict drops the pair.
  */
@@ -186,7 +158,8 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
     const eq = pair.indexOf('=');
     const rawName = eq === -1 ? pair : pair.slice(0, eq);
     const name = formDecode(rawName, where, i);
-    const action = resolvePairName(name, prepared, selected);
+    let action: FieldAction | undefined;
+    for (const reading of paramNameReadings(name, where, i)) action = preferOwnRule(action, resolvePairName(reading, prepared, selected));
     if (action === undefined) {
       out.push(pair);
       continue;
@@ -205,27 +178,26 @@ function protectPairs(text: string, prepared: PreparedJob, selected: (name: stri
 }
 
 /**
- * The action for a pair name. Frameworks read `customer[cardNumber]`, `customer.cardNumber` and
- * `cards[0][number]` as nested fields, so after the full name we try, as JSON would: the innermost
+ * The action for a pair name (one reading of it, param-names.ts). Frameworks read
+ * `customer[cardNumber]`, `customer.cardNumber` and `cards[0][number]` as nested fields, so after
+ * the full name and PHP's reading of it we try, as JSON would: the innermost
  * named segment (with its `$.` path), then each enclosing segment outwards — a rule on `customer`
  * covers everything beneath it, like a JSON key whose value is an object.
  */
 function resolvePairName(name: string, prepared: PreparedJob, selected: (name: string) => boolean): FieldAction | undefined {
-  const segments = name.includes('[') || name.includes('.') ? name.split(/[[\].]/).filter((s) => s !== '') : undefined;
   const php = phpName(name);
-  if (segments === undefined || (segments.length === 1 && segments[0] === name)) {
-    if (!selected(name)) return undefined;
-    return preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
-  }
-  if (!selected(name) && !segments.some(selected)) return undefined;
+  const nestings = nestedReadings(name);
+  if (!selected(name) && !nestings.some((segments) => segments.some(selected))) return undefined;
   // Detection by content (byContent) stands in only when no segment has a rule of its own.
   const direct = preferOwnRule(prepared.resolver.resolve(name, name), php === name ? undefined : prepared.resolver.resolve(php, php));
   if (direct !== undefined && direct.byContent !== true) return direct;
-  for (let end = segments.length; end > 0; end--) {
-    const segment = segments[end - 1];
-    if (NUMERIC.test(segment)) continue; // an index names no field
-    const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
-    if (action !== undefined && action.byContent !== true) return action;
+  for (const segments of nestings) {
+    for (let end = segments.length; end > 0; end--) {
+      const segment = segments[end - 1];
+      if (NUMERIC.test(segment)) continue; // an index names no field
+      const action = prepared.resolver.resolve(segment, jsonPath(segments, end));
+      if (action !== undefined && action.byContent !== true) return action;
+    }
   }
   return direct;
 }

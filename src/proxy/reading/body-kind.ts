@@ -47,14 +47,39 @@ export function isUntypedMediaType(mediaType: string): boolean {
   return mediaType === '' || mediaType === 'text/plain' || mediaType === 'application/octet-stream';
 }
 
-/** JSON for a body starting with `{` or `[`, XML for `<` (after a BOM and whitespace); else undefined. */
+/**
+ * JSON for a body starting with `{` or `[`, XML for `<` (after a byte order mark and whitespace);
+ * else undefined. The first character is read in the encoding JSON and XML readers detect
+ * themselves — UTF-8, UTF-16 and UTF-32, marked or not (Python's `json.loads` of bytes, XML 1.0
+ * Appendix F), and EBCDIC `<?xm` — so such a body is read (and then refused by its encoding,
+ * body-charset.ts), never passed on as other content.
+ */
 export function sniffBodyKind(body: Buffer): BodyKind | undefined {
-  let i = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
-  while (i < body.length && (body[i] === 0x20 || body[i] === 0x09 || body[i] === 0x0a || body[i] === 0x0d)) i++;
-  const first = body[i];
-  if (first === 0x7b || first === 0x5b) return 'JSON';
-  if (first === 0x3c) return 'XML';
+  if (body.length >= 4 && body[0] === 0x4c && body[1] === 0x6f && body[2] === 0xa7 && body[3] === 0x94) return 'XML';
+  const { offset, width, bigEndian } = textLayoutOf(body);
+  for (let i = offset; i + width <= body.length; i += width) {
+    const unit = width === 1 ? body[i] : width === 2 ? (bigEndian ? body.readUInt16BE(i) : body.readUInt16LE(i)) : bigEndian ? body.readUInt32BE(i) : body.readUInt32LE(i);
+    if (unit === 0x20 || unit === 0x09 || unit === 0x0a || unit === 0x0d) continue;
+    if (unit === 0x7b || unit === 0x5b) return 'JSON';
+    if (unit === 0x3c) return 'XML';
+    return undefined;
+  }
   return undefined;
+}
+
+/** Where a body's text starts and how wide and in which order its code units are, by its mark or its NUL pattern. */
+function textLayoutOf(body: Buffer): { offset: number; width: 1 | 2 | 4; bigEndian: boolean } {
+  const b = (i: number): number => (i < body.length ? body[i] : -1);
+  if (b(0) === 0xff && b(1) === 0xfe && b(2) === 0 && b(3) === 0) return { offset: 4, width: 4, bigEndian: false };
+  if (b(0) === 0 && b(1) === 0 && b(2) === 0xfe && b(3) === 0xff) return { offset: 4, width: 4, bigEndian: true };
+  if (b(0) === 0xff && b(1) === 0xfe) return { offset: 2, width: 2, bigEndian: false };
+  if (b(0) === 0xfe && b(1) === 0xff) return { offset: 2, width: 2, bigEndian: true };
+  if (b(0) === 0xef && b(1) === 0xbb && b(2) === 0xbf) return { offset: 3, width: 1, bigEndian: false };
+  if (b(0) === 0 && b(1) === 0 && b(2) === 0 && b(3) > 0) return { offset: 0, width: 4, bigEndian: true };
+  if (b(0) > 0 && b(1) === 0 && b(2) === 0 && b(3) === 0) return { offset: 0, width: 4, bigEndian: false };
+  if (b(0) === 0 && b(1) > 0) return { offset: 0, width: 2, bigEndian: true };
+  if (b(0) > 0 && b(1) === 0) return { offset: 0, width: 2, bigEndian: false };
+  return { offset: 0, width: 1, bigEndian: false };
 }
 
 export interface BodyKindInput {

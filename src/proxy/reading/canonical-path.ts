@@ -128,7 +128,7 @@ function removeDotSegments(segments: readonly string[]): string {
 /**
  * The path as the most lenient common servers read it, for route matching: `;params` dropped from
  * every segment (servlet containers, Spring) and empty segments merged (`//` is one separator to
- * nginx, werkzeug and most routers). Letter case is kept: matching is case-sensitive.
+ * nginx, werkzeug and most routers). Letter case is kept: lenient routes ignore it (routes.ts).
  */
 export function routeView(path: string): string {
   const bare = path.includes(';') ? path.replace(/;[^/]*/g, '') : path;

@@ -148,7 +148,7 @@ export function compileRoute(route: ProxyRoute): CompiledRoute {
   const host = compileHost(m.host);
   const port: Test<number> = m.port === undefined ? () => true : (p) => p === m.port;
   const methods = m.methods && m.methods.length > 0 ? new Set(m.methods.map((x) => x.toUpperCase())) : undefined;
-  const path = m.path === undefined ? () => true : compilePathGlob(m.path);
+  const path = m.path === undefined ? () => true : compilePathMatch(m.path, m.pathMatch ?? 'lenient');
   const literal = m.host === undefined || m.host === '*' || m.host.startsWith('*.') ? undefined : canonicalHostOf(m.host);
   return {
     route,
@@ -184,6 +184,49 @@ export function isValidHostPattern(pattern: string): boolean {
     return suffix !== undefined && ipVersion(suffix) === 0;
   }
   return canonicalHostOf(pattern) !== undefined;
+}
+
+/**
+ * A route's path criterion. `exact`: the glob against the canonical path as it is. `lenient` (the
+ * default, DESIGN §9 "when in doubt, it is routed"): the glob matches when it matches any spelling
+ * common servers route to the same handler — letter case ignored (Express, ASP.NET, IIS), and the
+ * path's `routeSpellings` tried too (Rails' format suffix, IIS's trailing dots and spaces).
+ */
+export function compilePathMatch(glob: string, mode: 'lenient' | 'exact'): Test<string> {
+  if (mode === 'exact') return compilePathGlob(glob);
+  const lowered = glob.toLowerCase();
+  const test = compilePathGlob(lowered.length > 1 && lowered.endsWith('/') && !lowered.endsWith('*/') ? lowered.replace(/\/+$/, '') || '/' : lowered);
+  return (path) => {
+    const p = path.toLowerCase();
+    if (test(p)) return true;
+    const bare = bareRoutePath(p);
+    return bare !== p && test(bare);
+  };
+}
+
+/** Trailing spaces and dots of a segment, a space written as it arrives (`%20`) included. */
+const TRAILING_DOTS_SPACES = /(?:\.|%20| )+$/;
+
+/**
+ * The path without what servers drop before routing, for lenient matching: trailing dots and
+ * spaces of every segment (IIS and Windows file names drop them), empty segments (trailing and
+ * doubled slashes), and the last segment's format suffix — everything from its first `.` that is
+ * not its first character (`customers.json`, `customers.xml.`, `customers.tar.gz` → `customers`:
+ * Rails' `(.:format)`, Spring's suffix pattern, content negotiation by extension). Input is lower case.
+ */
+export function bareRoutePath(path: string): string {
+  const out: string[] = [];
+  for (const raw of path.split('/')) {
+    const seg = raw.replace(TRAILING_DOTS_SPACES, '');
+    if (seg !== '') out.push(seg);
+  }
+  if (out.length > 0) {
+    const last = out[out.length - 1];
+    const dot = last.indexOf('.', 1);
+    if (dot > 0) out[out.length - 1] = last.slice(0, dot).replace(TRAILING_DOTS_SPACES, '');
+    if (out[out.length - 1] === '') out.pop();
+  }
+  return '/' + out.join('/');
 }
 
 /**
@@ -312,7 +355,7 @@ const SEGMENT_PARAMS = /;[^/]*/g;
  * The path a server would see: escapes of unreserved characters decoded (RFC 3986 §6.2.2),
  * `;params` dropped from every segment (servlet containers and others ignore them, `..;` included),
  * then dot segments resolved, so neither `/v1/%63ustomers/../customers` nor `/v1/customers;x=1`
- * can slip past `/v1/customers/**`. Letter case is kept: matching is case-sensitive.
+ * can slip past `/v1/customers/**`. Letter case is kept here; lenient routes ignore it (compilePathMatch).
  */
 export function normalizePath(path: string): string {
   const unescaped = path.includes('%') ? path.replace(UNRESERVED_ESCAPE, (e) => String.fromCharCode(parseInt(e.slice(1), 16))) : path;

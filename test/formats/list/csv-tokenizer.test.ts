@@ -173,3 +173,44 @@ describe('CsvTokenizer', () => {
     );
   });
 });
+
+describe('CsvTokenizer: delimiter certainty (issue 16, class 6)', () => {
+  it('blank lines before the header do not change the delimiter', () => {
+    for (const lead of ['\n', '\r\n', '\r', '\n\n', '  \n', '\t\r\n']) {
+      const parsed = tokenize(`${lead}name;email\nJane;x\n`);
+      assert.equal(parsed.layout?.delimiter, ';', JSON.stringify(lead));
+    }
+    assert.equal(tokenize('\r\nname;email\r\nJane;x\r\n').layout?.eol, '\r\n');
+  });
+
+  it('with requireCertainDelimiter, a header holding two candidates is refused; one, or a declared delimiter, is read', () => {
+    for (const header of ['a;b,c', 'a,b;c', 'a\tb;c', 'a|b,c', '\na;b,c', 'name email', '\n first  last ', 'sep=;\nname;email', 'SEP=,']) {
+      expectError(() => tokenize(`${header}\n1;2,3\n`, [], { requireCertainDelimiter: true }), 'MALFORMED_DATA_SET', /not certain/, ['1;2']);
+    }
+    assert.equal(tokenize('a;"b,c"\n1;2\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ';');
+    assert.equal(tokenize('single\n1\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
+    assert.equal(tokenize(' single \n1\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
+    assert.equal(tokenize('full name,email\n1,2\n', [], { requireCertainDelimiter: true }).layout?.delimiter, ',');
+    assert.deepEqual(fieldsOf(tokenize('a;b,c\n1;2,3\n', [], { requireCertainDelimiter: true, delimiter: ';' })), [['a', 'b,c'], ['1', '2,3']]);
+    // Without the option the most frequent candidate still wins (the API and the CLI).
+    assert.equal(tokenize('a;b;c,d\n', []).layout?.delimiter, ';');
+  });
+
+  it('property: any number of blank lines before a header with one candidate gives that candidate, at any chunking', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(',', ';', '\t', '|'),
+        fc.array(fc.constantFrom('\n', '\r\n', '\r'), { maxLength: 4 }),
+        fc.array(fc.nat(40), { maxLength: 4 }),
+        (d, blanks, cuts) => {
+          const text = `${blanks.join('')}name${d}email${d}phone\nJane${d}x${d}y\n`;
+          const sorted = [...new Set(cuts.map((c) => Math.min(c, text.length)))].sort((a, b) => a - b);
+          const parsed = tokenize(text, sorted, { requireCertainDelimiter: true });
+          assert.equal(parsed.layout?.delimiter, d);
+          assert.deepEqual(parsed.records.filter((r) => r.fields.length > 0).map((r) => r.fields), [['name', 'email', 'phone'], ['Jane', 'x', 'y']]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

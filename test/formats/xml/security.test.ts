@@ -196,3 +196,29 @@ describe('xmlCodec: malformed input', () => {
     assert.ok(applied <= 2);
   });
 });
+
+describe('xmlCodec: declared encodings (issue 16, class 1)', () => {
+  const unsupported = (xml: string): void => {
+    assert.throws(
+      () => xmlCodec.protect(xml, everything, {}),
+      (err: unknown) => err instanceof DpgError && err.code === 'UNSUPPORTED_DATA_SET_TYPE' && !err.message.includes('Jane'),
+      xml,
+    );
+  };
+
+  it('refuses a document declaring an encoding it does not decode, or declaring one unreadably', () => {
+    for (const enc of ['UTF-7', 'utf-7', 'ISO-8859-1', 'windows-1252', 'EBCDIC-US', 'UTF-32', 'Shift_JIS', 'UTF_8']) {
+      unsupported(`<?xml version="1.0" encoding="${enc}"?><r>Jane</r>`);
+      unsupported(`<?xml version='1.0' encoding='${enc}' standalone='no'?><r>Jane</r>`);
+    }
+    unsupported('<?xml version="1.0" encoding=UTF-7?><r>Jane</r>');
+    unsupported('<?xml version="1.0" encoding="UTF-8" encoding="UTF-7"?><r>Jane</r>');
+    unsupported('<?xml version="1.0" encoding="US-ASCII"?><r>Jäne</r>');
+  });
+
+  it('reads UTF-8, US-ASCII (ASCII text) and UTF-16 declarations, and none', () => {
+    for (const decl of ['', '<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-8"?>', '<?xml version="1.0" encoding="utf8"?>', "<?xml version='1.1' encoding='us-ascii' standalone='yes'?>", '<?xml version="1.0" encoding="UTF-16"?>']) {
+      assert.equal(xmlCodec.protect(`${decl}<r>ab</r>`, everything, {}), `${decl}<r>**</r>`);
+    }
+  });
+});
