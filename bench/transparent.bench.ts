@@ -65,7 +65,7 @@ async function serveGateway(dataDir: string): Promise<void> {
         maskRoute('bench-mask-reverse', 'api.bench.test', 8080),
       ],
       reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: 'http://api.bench.test:8080' }],
-      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse' },
+      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse', inspect: 'routed' },
     },
     dataDir,
   );
