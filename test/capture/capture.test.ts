@@ -217,6 +217,31 @@ logging: { level: info }
     await waitFor(() => events.some((e) => e.event === 'raw' && Buffer.from(e.bytes ?? '', 'base64').toString('latin1') === sent), 'byte-equal raw arrival');
   });
 
+  test('issue 16 class 8: Node keep-alive agent by address — an unrouted request, then a routed one on the same connection: masked', async () => {
+    const plan = { scheme: 'http', address: HOSTS['api.partner.test'], port: 80, requests: [
+      { host: 'other.test', body: payload('ka-unrouted') },
+      { host: 'api.partner.test', body: payload('ka-routed') },
+      { host: 'other.test', body: payload('ka-unrouted-again') },
+    ] };
+    const run = await app('node', [join(FIXTURES, 'client.mjs'), 'keep-alive', JSON.stringify(plan)]);
+    assert.equal(run.code, 0, run.stderr);
+    const results = JSON.parse(run.stdout) as { status?: number; reused?: boolean; error?: string }[];
+    assert.deepEqual(results.map((r) => r.status ?? r.error), [200, 200, 200]);
+    assert.deepEqual(results.map((r) => r.reused), [false, true, true], `one connection: ${run.stdout}`);
+    await waitFor(() => bodyOf('ka-unrouted-again') !== undefined, 'the third request');
+    assert.equal(bodyOf('ka-unrouted')?.cardNumber, CARD, 'unrouted: untouched');
+    assert.equal(bodyOf('ka-routed')?.cardNumber, MASKED);
+  });
+
+  test('issue 16 class 7: HTTPS to an IP URL (no server name) on a routed port: intercepted, the routed Host masked', async () => {
+    const plan = { scheme: 'https', address: HOSTS['other.test'], port: 443, requests: [{ host: 'api.partner.test', body: payload('nosni-routed') }] };
+    const run = await app('node', [join(FIXTURES, 'client.mjs'), 'keep-alive', JSON.stringify(plan)]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { status?: number; error?: string }[])[0].status, 200, run.stdout);
+    await waitFor(() => bodyOf('nosni-routed') !== undefined, 'the request');
+    assert.equal(bodyOf('nosni-routed')?.cardNumber, MASKED);
+  });
+
   test('excluded ports and CIDRs bypass the gateway (the routed body arrives in clear)', async () => {
     const port = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '--data', payload('excluded-port'), '-H', 'content-type: application/json', 'http://api.partner.test:8080/v1/customers']);
     assert.equal(port.code, 0, port.stderr);

@@ -64,6 +64,7 @@ export function relayRequests(client: Socket, upstream: Socket, first: Buffer, h
       leaving = false;
       upstream.off('data', onUpstreamData);
       upstream.off('close', onUpstreamClose);
+      upstream.off('end', onUpstreamEnd);
       upstream.destroy();
       hooks.toHttp(client, pending);
     } else if (upstreamClosed) hooks.refuse(client, 'the upstream closed before its responses could be framed; a later request needs the full HTTP path');
@@ -104,7 +105,10 @@ export function relayRequests(client: Socket, upstream: Socket, first: Buffer, h
     if (!client.write(chunk)) backpressure(upstream, client);
     tryLeave();
   };
+  const onUpstreamEnd = (): void => onUpstreamClose(false);
+  /** The upstream closed or half-closed (`hadError`: reset). */
   const onUpstreamClose = (hadError: boolean): void => {
+    if (upstreamClosed) return;
     upstreamClosed = true;
     if (leaving && !hadError) {
       tryLeave();
@@ -116,7 +120,10 @@ export function relayRequests(client: Socket, upstream: Socket, first: Buffer, h
     }
     // Nothing more can reach the upstream: finish what is queued for the app, then close.
     client.off('data', onClientData);
-    client.once('finish', () => client.destroy());
+    client.once('finish', () => {
+      client.destroy();
+      upstream.destroy();
+    });
     client.end();
   };
 
@@ -130,6 +137,8 @@ export function relayRequests(client: Socket, upstream: Socket, first: Buffer, h
   });
   upstream.on('data', onUpstreamData);
   upstream.on('close', onUpstreamClose);
+  // A FIN from the upstream (Connection: close) ends its side like a close: no request can follow.
+  upstream.on('end', onUpstreamEnd);
   upstream.on('error', () => undefined);
   upstream.on('timeout', () => {
     // The connect timeout (connectUpstream): the app gets a reset.
