@@ -36,6 +36,7 @@ export function relayH2c(client: Socket, upstream: Socket, first: Buffer, hooks:
   let waiting: number | undefined;
   let broken: string | undefined;
   let done = false;
+  let clientEnded = false;
   const authorities = new Map<number, string | undefined>();
 
   const reader = new Duplex({
@@ -109,7 +110,11 @@ export function relayH2c(client: Socket, upstream: Socket, first: Buffer, hooks:
       }
       send(queue.subarray(0, at));
       queue = queue.subarray(at);
-      if (waiting === undefined) return;
+      if (waiting === undefined) {
+        // The app half-closed while a stream was held: its FIN follows what was held.
+        if (clientEnded && queue.length === 0) upstream.end();
+        return;
+      }
       if (broken !== undefined) return refuse(broken);
     }
   };
@@ -123,6 +128,7 @@ export function relayH2c(client: Socket, upstream: Socket, first: Buffer, hooks:
 
   client.on('data', onClientData);
   client.on('end', () => {
+    clientEnded = true;
     if (!done && waiting === undefined) upstream.end();
   });
   client.on('error', () => {

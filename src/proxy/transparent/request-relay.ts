@@ -67,7 +67,14 @@ export function relayRequests(client: Socket, upstream: Socket, first: Buffer, h
       upstream.off('end', onUpstreamEnd);
       upstream.destroy();
       hooks.toHttp(client, pending);
-    } else if (upstreamClosed) hooks.refuse(client, 'the upstream closed before its responses could be framed; a later request needs the full HTTP path');
+    } else if (framing.lost || upstreamClosed) {
+      leaving = false;
+      upstream.off('data', onUpstreamData);
+      upstream.off('close', onUpstreamClose);
+      upstream.off('end', onUpstreamEnd);
+      upstream.destroy();
+      hooks.refuse(client, 'the relayed responses could not be framed; a later request on the connection needs the full HTTP path');
+    }
   };
 
   const pump = (): void => {

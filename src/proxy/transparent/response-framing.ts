@@ -37,6 +37,11 @@ export class ResponseFraming {
     return this.pending.length === 0 && this.state === 'head' && this.lineBytes === 0;
   }
 
+  /** Where a response ends can no longer be known (an unreadable head, a 101, an unasked response). */
+  get lost(): boolean {
+    return this.state === 'lost';
+  }
+
   /** The last response runs to the close: the relay can only know its end when the upstream closes. */
   get untilClose(): boolean {
     return this.state === 'until-close' && this.pending.length === 0;

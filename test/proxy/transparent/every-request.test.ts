@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect as http2Connect } from 'node:http2';
 import { request as httpsRequest, type RequestOptions as HttpsRequestOptions } from 'node:https';
-import { connect as netConnect } from 'node:net';
+import { connect as netConnect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
 import { CARD, route, startUpstream, tempDir, type TestPki, type Upstream } from '../helpers.ts';
@@ -119,6 +119,42 @@ describe('every request on a captured connection is read (issue 16)', () => {
     assert.equal(cardOf(http, -3), CARD);
     assert.equal(http.received.at(-2)?.method, 'HEAD');
     assert.equal(cardOf(http, -1), MASKED);
+  });
+
+  test('class 8: when the relayed responses cannot be framed, a later routed request resets the connection; it never leaves', async () => {
+    // An upstream whose answer has an unreadable status line: where it ends is unknowable.
+    const odd = createNetServer((s) => {
+      s.on('data', () => s.write('XTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'));
+    });
+    await new Promise<void>((r) => odd.listen(0, '127.0.0.1', r));
+    const port = (odd.address() as AddressInfo).port;
+    const tp2 = await startTransparentProxy({ routes: [route('r', { match: { host: 'api.partner.test', port }, request: { manifest: 'customer', jobType: 'Mask' } })] });
+    const arrived: Buffer[] = [];
+    odd.on('connection', (s) => s.on('data', (d: Buffer) => arrived.push(d)));
+    try {
+      tp2.redirectNext({ address: '127.0.0.1', port, family: 4 });
+      const post = (host: string) => `POST /v1/customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+      const reset = await new Promise<boolean>((resolve) => {
+        const s = netConnect(tp2.port, '127.0.0.1');
+        let wrote = false;
+        s.on('data', () => {
+          if (wrote) return;
+          wrote = true;
+          s.write(post('api.partner.test'));
+        });
+        s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNRESET'));
+        s.on('close', () => resolve(false));
+        s.write(post('unrouted.test'));
+      });
+      assert.equal(reset, true);
+      const seen = Buffer.concat(arrived).toString('latin1');
+      assert.equal(seen.split('POST /v1/customers').length - 1, 1, 'only the unrouted request reached the upstream');
+      assert.equal(seen.includes('api.partner.test'), false);
+      assert.match(tp2.logText(), /responses could not be framed/);
+    } finally {
+      await tp2.close();
+      odd.close();
+    }
   });
 
   test('class 7: TLS without a server name (an IP URL) to an unrouted address is intercepted; the routed Host is masked', async () => {
