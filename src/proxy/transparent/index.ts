@@ -1,9 +1,11 @@
 // The transparent listener: connections that `dpg capture`'s iptables rules redirected here, with
 // no proxy setting in the app. Each one is looked up for its original destination, then decided
-// (decide.ts): spliced untouched to that destination, or read as HTTP — in clear, or after TLS
-// interception with a leaf from the gateway CA — and every request handed to the proxy's shared
-// exchange, which protects what routes cover and always connects to the original destination
-// address (never to a DNS lookup of the name the app gave).
+// (decide.ts): spliced untouched to that destination; relayed request by request while its plain
+// HTTP requests name unrouted hosts (request-relay.ts); read stream by stream when it is h2c
+// (h2c.ts); or read as HTTP — in clear, or after TLS interception with a leaf from the gateway CA —
+// and every request handed to the proxy's shared exchange, which protects what routes cover and
+// always connects to the original destination address (never to a DNS lookup of the name the app
+// gave). Every request on a connection that could concern a route is read (DESIGN §9).
 
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
