@@ -12,6 +12,7 @@ import { request as httpsRequest, type RequestOptions as HttpsRequestOptions } f
 import { connect as netConnect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
+import { rng } from '../../helpers/rng.ts';
 import { CARD, route, startUpstream, tempDir, type TestPki, type Upstream } from '../helpers.ts';
 import { namedPki, startTransparentProxy, type TransparentProxy } from './helpers.ts';
 
@@ -215,6 +216,40 @@ describe('every request on a captured connection is read (issue 16)', () => {
       session.destroy();
       await new Promise((r) => setTimeout(r, 100));
       assert.deepEqual(h2.authorities, ['unrouted.test'], 'the routed stream never reached the upstream');
+    }
+  });
+
+  test('class 11 property: streams opened at once — only streams before the first routed one can reach the upstream, all of them when none is routed', async () => {
+    for (let seed = 1; seed <= 8; seed++) {
+      const random = rng(seed * 104729);
+      const authorities = Array.from({ length: 2 + Math.floor(random() * 5) }, () => (random() < 0.3 ? 'api.partner.test' : `u${Math.floor(random() * 9)}.test`));
+      const firstRouted = authorities.indexOf('api.partner.test');
+      const expected = firstRouted === -1 ? authorities : authorities.slice(0, firstRouted);
+      h2.authorities.length = 0;
+      tp.redirectNext({ address: '127.0.0.1', port: h2.port, family: 4 });
+      const session = http2Connect(`http://127.0.0.1:${tp.port}`);
+      session.on('error', () => undefined);
+      const outcomes = await Promise.all(
+        authorities.map(
+          (authority) =>
+            new Promise<number | string>((resolve) => {
+              const s = session.request({ ':method': 'POST', ':path': '/v1/customers', ':authority': authority });
+              s.on('response', (h) => resolve(Number(h[':status'])));
+              s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+              s.on('close', () => resolve('closed'));
+              s.resume();
+              s.end(body);
+            }),
+        ),
+      );
+      session.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      // A prefix: frames released before the refusal may still be cut by the reset that follows it.
+      const what = `seed ${seed}: ${authorities.join(',')} → ${outcomes.join(',')}, upstream saw ${h2.authorities.join(',')}`;
+      assert.deepEqual(h2.authorities, expected.slice(0, h2.authorities.length), what);
+      assert.equal(h2.authorities.includes('api.partner.test'), false, what);
+      if (firstRouted === -1) assert.deepEqual(h2.authorities, expected, what);
+      if (firstRouted !== -1) assert.notEqual(outcomes[firstRouted], 200);
     }
   });
 });
