@@ -10,7 +10,9 @@
 // go upstream as they came, up to a HEADERS frame that opens a new stream, which waits (with all
 // after it) until the session has decoded that stream's headers and the route table has spoken.
 // If the session fails (a frame sequence only the upstream understands), no later stream can be
-// read: the next one is refused.
+// read: the next one is refused. A new stream is a HEADERS frame with a stream id above every id
+// seen so far: RFC 9113 §5.1.1 makes a lower one a connection error, which every common server
+// (nghttp2, Go, Node, Envoy, netty) enforces, so it cannot open a stream past this gate.
 
 import { createServer, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
