@@ -1,7 +1,7 @@
 // Added latency of transparent capture for 1 KB JSON POSTs at a constant 1,000 req/s, p50/p99, in
 // one network namespace made for the run, with `dpg capture` installed: direct calls (baseline),
 // nginx's `stream` TCP proxy, and the transparent listener on an unrouted port (spliced from the
-// first byte), on a routed port with an unrouted Host (peeked, then spliced), and routed with Mask.
+// first byte), on a routed port with an unrouted Host (each request head read, relayed: request-relay.ts; before issue 16, peeked then spliced), and routed with Mask.
 // Upstream, gateway (as UID 10001), nginx and the open-loop load generator are separate processes.
 //
 //   npm run bench -- transparent            (root, iptables; nginx-light + libnginx-mod-stream for the nginx line)
@@ -65,7 +65,7 @@ async function serveGateway(dataDir: string): Promise<void> {
         maskRoute('bench-mask-reverse', 'api.bench.test', 8080),
       ],
       reverse: [{ listen: { host: '127.0.0.1', port: 0 }, upstream: 'http://api.bench.test:8080' }],
-      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse' },
+      transparent: { listen: { host: '127.0.0.1', port: 15006 }, ipv6: false, peekTimeoutMs: 500, encryptedClientHello: 'refuse', inspect: 'routed' },
     },
     dataDir,
   );

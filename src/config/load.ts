@@ -60,6 +60,14 @@ export function parseListenAddress(text: string): ListenAddress | undefined {
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
+/** DPG_TRANSPARENT_INSPECT (set per pod by the injector): `routed` or `all`; anything else is a problem. */
+function envInspect(value: string | undefined, problems: ConfigProblem[]): TransparentConfig['inspect'] | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'routed' || value === 'all') return value;
+  problems.push({ file: 'environment DPG_TRANSPARENT_INSPECT', message: 'must be routed or all' });
+  return undefined;
+}
+
 export function loadConfig(options: LoadOptions = {}): LoadResult {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
@@ -88,7 +96,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const identity = r.identity(sec('identity'), dataDir);
   const keys = r.keys(sec('keys'));
   const manifests = r.manifests(top?.manifests);
-  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'));
+  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'), envInspect(env.DPG_TRANSPARENT_INSPECT, envProblems));
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
   const admin = r.admin(sec('admin'), adminFromEnv(env.DPG_ADMIN_ADDR, envProblems));
@@ -346,7 +354,7 @@ class SectionReader {
     return { level };
   }
 
-  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress): ProxyConfig {
+  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress, envInspect?: TransparentConfig['inspect']): ProxyConfig {
     const f = v?.fields([
       'enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs',
       'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse', 'transparent',
@@ -380,7 +388,7 @@ class SectionReader {
       }
     }
     const enabled = f ? this.bool(f.enabled, true) : true;
-    const transparent = this.transparent(f?.transparent, envTransparent);
+    const transparent = this.transparent(f?.transparent, envTransparent, envInspect);
     if (transparent && !enabled) (f?.transparent.present ? f.transparent : f!.enabled).problem('the transparent listener is part of the proxy: it needs proxy.enabled: true');
     return {
       enabled,
@@ -399,9 +407,11 @@ class SectionReader {
   }
 
   /** `proxy.transparent`: on when the section is present (unless `enabled: false`) or DPG_TRANSPARENT_ADDR is set. */
-  private transparent(v: YamlValue | undefined, envListen: ListenAddress | undefined): TransparentConfig | undefined {
+  private transparent(v: YamlValue | undefined, envListen: ListenAddress | undefined, envInspect: TransparentConfig['inspect'] | undefined): TransparentConfig | undefined {
     const present = v?.present === true;
-    const f = present ? v.fields(['enabled', 'listen', 'ipv6', 'peekTimeoutMs', 'encryptedClientHello'] as const) : undefined;
+    const f = present ? v.fields(['enabled', 'listen', 'ipv6', 'peekTimeoutMs', 'encryptedClientHello', 'inspect'] as const) : undefined;
+    const inspect = f?.inspect.present ? f.inspect.string() : 'routed';
+    if (inspect !== 'routed' && inspect !== 'all') f?.inspect.problem('must be routed or all');
     const enabled = envListen !== undefined || (f ? this.bool(f.enabled, true) : false);
     const ech = f?.encryptedClientHello.present ? f.encryptedClientHello.string() : 'refuse';
     if (ech !== 'refuse' && ech !== 'splice') f?.encryptedClientHello.problem('must be refuse or splice');
@@ -411,6 +421,7 @@ class SectionReader {
       ipv6: f ? this.bool(f.ipv6, true) : true,
       peekTimeoutMs: f ? this.int(f.peekTimeoutMs, 500, 1, 60_000) : 500,
       encryptedClientHello: ech === 'splice' ? 'splice' : 'refuse',
+      inspect: envInspect ?? (inspect === 'all' ? 'all' : 'routed'),
     };
   }
 

@@ -172,6 +172,12 @@ export interface TransparentConfig {
   readonly peekTimeoutMs: number;
   /** A ClientHello hiding its server name (ECH) that nothing else routes: refused (default) or spliced. */
   readonly encryptedClientHello: 'refuse' | 'splice';
+  /**
+   * Which TLS connections on a port a route names are intercepted: `routed` (default) those whose
+   * server name or address is routed, or that name no server; `all` every one, so that each
+   * request's Host decides (domain fronting). DPG_TRANSPARENT_INSPECT overrides.
+   */
+  readonly inspect: 'routed' | 'all';
 }
 
 export interface ProxyConfig {

@@ -158,9 +158,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     logger,
   });
   const routes = compileRouteSet(config.routes ?? [], engine, logger, hostAddresses);
-  // Names on ports an IP-literal route covers: resolved, matched and dialled as their address.
+  // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
+  // address, as the transparent listener matches them (dial-address.ts).
   const dial = new DialAddresses({
     routes: config.routes ?? [],
+    routed: (address, port) => routes.table.intercepts(address, port),
     resolve: deps.resolveHost ?? systemResolver,
     refreshMs: config.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
   });

@@ -28,6 +28,8 @@ const HOSTS = {
   'other.test': '198.51.100.11',
   'excluded.partner.test': '198.51.100.12',
   'api6.partner.test': '2001:db8::10',
+  // Another name of api.partner.test's address (an ingress serving both): issue 16 class 9.
+  'ingress.test': '198.51.100.10',
 };
 
 const skip = netnsSkipReason() ?? iptablesSkipReason();
@@ -115,6 +117,9 @@ proxy:
   routes:
     - name: partner
       match: { host: "*.partner.test", path: "/v1/customers/**" }
+      request: { manifest: customer, jobType: Mask }
+    - name: partner-by-name
+      match: { host: "api.partner.test", port: 80, path: "/v1/customers/**" }
       request: { manifest: customer, jobType: Mask }
   transparent: { listen: "127.0.0.1:15006" }
 logging: { level: info }
@@ -215,6 +220,53 @@ logging: { level: info }
     const raw = await app('node', [join(FIXTURES, 'client.mjs'), 'raw', JSON.stringify({ host: 'other.test', port: 80, payload: sent })]);
     assert.match(JSON.parse(raw.stdout).response, /^HTTP\/1\.1 200/);
     await waitFor(() => events.some((e) => e.event === 'raw' && Buffer.from(e.bytes ?? '', 'base64').toString('latin1') === sent), 'byte-equal raw arrival');
+  });
+
+  test('issue 16 class 8: Node keep-alive agent by address — an unrouted request, then a routed one on the same connection: masked', async () => {
+    // To an address no route names (other.test's): the first request names an unrouted host.
+    const plan = { scheme: 'http', address: HOSTS['other.test'], port: 80, requests: [
+      { host: 'other.test', body: payload('ka-unrouted') },
+      { host: 'api.partner.test', body: payload('ka-routed') },
+      { host: 'other.test', body: payload('ka-unrouted-again') },
+    ] };
+    const run = await app('node', [join(FIXTURES, 'client.mjs'), 'keep-alive', JSON.stringify(plan)]);
+    assert.equal(run.code, 0, run.stderr);
+    const results = JSON.parse(run.stdout) as { status?: number; reused?: boolean; error?: string }[];
+    assert.deepEqual(results.map((r) => r.status ?? r.error), [200, 200, 200]);
+    assert.deepEqual(results.map((r) => r.reused), [false, true, true], `one connection: ${run.stdout}`);
+    await waitFor(() => bodyOf('ka-unrouted-again') !== undefined, 'the third request');
+    assert.equal(bodyOf('ka-unrouted')?.cardNumber, CARD, 'unrouted: untouched');
+    assert.equal(bodyOf('ka-routed')?.cardNumber, MASKED);
+  });
+
+  test('issue 16 class 7: HTTPS to an IP URL (no server name) on a routed port: intercepted, the routed Host masked', async () => {
+    const plan = { scheme: 'https', address: HOSTS['other.test'], port: 443, requests: [{ host: 'api.partner.test', body: payload('nosni-routed') }] };
+    const run = await app('node', [join(FIXTURES, 'client.mjs'), 'keep-alive', JSON.stringify(plan)]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((JSON.parse(run.stdout) as { status?: number; error?: string }[])[0].status, 200, run.stdout);
+    await waitFor(() => bodyOf('nosni-routed') !== undefined, 'the request');
+    assert.equal(bodyOf('nosni-routed')?.cardNumber, MASKED);
+  });
+
+  test('issue 16 class 9: one matching on every listener — a name of the routed address is masked through capture and through the forward proxy on 127.0.0.1', async () => {
+    const viaCapture = await app('node', [join(FIXTURES, 'client.mjs'), 'fetch', JSON.stringify([{ method: 'POST', url: 'http://ingress.test/v1/customers', body: payload('by-name-captured') }])]);
+    assert.equal((JSON.parse(viaCapture.stdout) as { status?: number }[])[0].status, 200, viaCapture.stdout);
+    const listening = gatewayLog.all().find((l) => l.includes('egress proxy listening'));
+    const proxyPort = (JSON.parse(listening ?? '{}') as { port?: number }).port;
+    assert.ok(proxyPort, 'the forward listener logged its port');
+    const viaForward = await app('node', [join(FIXTURES, 'client.mjs'), 'forward', JSON.stringify({ proxy: { host: '127.0.0.1', port: proxyPort }, url: 'http://ingress.test/v1/customers', body: payload('by-name-forward') })]);
+    assert.equal((JSON.parse(viaForward.stdout) as { status?: number }).status, 200, viaForward.stdout);
+    await waitFor(() => bodyOf('by-name-forward') !== undefined && bodyOf('by-name-captured') !== undefined, 'both requests');
+    assert.equal(bodyOf('by-name-captured')?.cardNumber, MASKED, 'through capture');
+    assert.equal(bodyOf('by-name-forward')?.cardNumber, MASKED, 'through the forward proxy');
+  });
+
+  test('issue 16 class 11: h2c prior knowledge to an unrouted address with a routed :authority is refused; its body never leaves', async () => {
+    const run = await app('node', [join(FIXTURES, 'client.mjs'), 'h2c', JSON.stringify({ url: `http://${HOSTS['other.test']}:80`, authority: 'api.partner.test', body: payload('h2c-routed') })]);
+    assert.notEqual((JSON.parse(run.stdout.trim().split('\n')[0]) as { status?: number }).status, 200, run.stdout);
+    await new Promise((r) => setTimeout(r, 300));
+    const leaked = events.some((e) => (e.body ?? '').includes('h2c-routed') || Buffer.from(e.bytes ?? '', 'base64').includes('h2c-routed'));
+    assert.equal(leaked, false, 'nothing of the stream reached the upstream');
   });
 
   test('excluded ports and CIDRs bypass the gateway (the routed body arrives in clear)', async () => {

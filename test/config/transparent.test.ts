@@ -31,7 +31,18 @@ describe('proxy.transparent config', () => {
       ipv6: true,
       peekTimeoutMs: 500,
       encryptedClientHello: 'refuse',
+      inspect: 'routed',
     });
+  });
+
+  it('inspect: all from the file, DPG_TRANSPARENT_INSPECT over it; bad values are problems', () => {
+    assert.equal(loadConfig({ file: withConfig('proxy:\n  transparent: { inspect: all }\n'), env: {} }).config!.proxy.transparent?.inspect, 'all');
+    assert.equal(loadConfig({ file: withConfig('proxy:\n  transparent: { inspect: all }\n'), env: { DPG_TRANSPARENT_INSPECT: 'routed' } }).config!.proxy.transparent?.inspect, 'routed');
+    assert.equal(loadConfig({ file: withConfig('proxy:\n  transparent: {}\n'), env: { DPG_TRANSPARENT_INSPECT: 'all' } }).config!.proxy.transparent?.inspect, 'all');
+    const bad = loadConfig({ file: withConfig('proxy:\n  transparent: { inspect: everything }\n'), env: {} }).problems;
+    assert.match(bad.map((p) => `${p.path}: ${p.message}`).join('\n'), /inspect: must be routed or all/);
+    const badEnv = loadConfig({ file: withConfig('proxy:\n  transparent: {}\n'), env: { DPG_TRANSPARENT_INSPECT: 'strict' } }).problems;
+    assert.match(badEnv.map((p) => `${p.file}: ${p.message}`).join('\n'), /DPG_TRANSPARENT_INSPECT: must be routed or all/);
   });
 
   it('DPG_TRANSPARENT_ADDR turns it on and sets the address', () => {

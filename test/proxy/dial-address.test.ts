@@ -1,4 +1,4 @@
-// dial-address.ts on its own: which requests are resolved (names, on ports an IP-literal route
+// dial-address.ts on its own: which requests are resolved (names, on ports a route for an IP literal or exact name
 // covers), which address is chosen, and the cache (refresh interval, shared lookups, failures not
 // kept, least recently used out).
 
@@ -56,4 +56,25 @@ test('cached for the refresh interval, concurrent lookups shared; failures asked
   await assert.rejects(dial.pin('missing.test', 8080)!, { code: 'ENOTFOUND' });
   await assert.rejects(dial.pin('missing.test', 8080)!, { code: 'ENOTFOUND' });
   assert.equal(asked.filter((n) => n === 'missing.test').length, 2, 'a failure is not cached');
+});
+
+test('issue 16 class 9: ports a route for an exact name covers pin too, and a routed address is chosen first', async () => {
+  const asked: string[] = [];
+  const dial = new DialAddresses({
+    routes: [
+      route('by-name', { match: { host: 'api.partner.test', port: 9000 }, request: mask }),
+      route('wildcard', { match: { host: '*.partner.test', port: 9100 }, request: mask }),
+    ],
+    resolve: async (name) => {
+      asked.push(name);
+      return ['10.0.0.1', '10.0.0.7'];
+    },
+    refreshMs: 1000,
+    // The route table: 10.0.0.7 is an address api.partner.test resolved to.
+    routed: (address, port) => address === '10.0.0.7' && port === 9000,
+  });
+  assert.equal(await dial.pin('ingress.test', 9000), '10.0.0.7');
+  assert.equal(dial.pin('ingress.test', 9100), undefined, 'a wildcard route has no addresses to count');
+  assert.equal(dial.pin('ingress.test', 8080), undefined);
+  assert.deepEqual(asked, ['ingress.test']);
 });

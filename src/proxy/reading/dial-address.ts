@@ -1,10 +1,15 @@
-// A route for an IP literal covers the names that resolve to it: `http://localhost:8080/…` or
-// `CONNECT localhost:8443` reach the very upstream a route for 127.0.0.1 protects. So on a port an
-// IP-literal route covers, a request naming a host NAME is resolved here first (the same getaddrinfo
-// the upstream pool uses, injectable for tests), matched as the address it will be dialled at
-// (routes.ts `RequestFacts.address`), and then dialled at exactly that address (`Target.connectTo`,
-// TLS still verified against the name): what is dialled is what was matched, whatever a later
-// lookup would answer. Other ports pay nothing: the name is dialled as usual.
+// A routed host reached by another name is that host: `http://localhost:8080/…` reaches the very
+// upstream a route for 127.0.0.1 protects, and `http://ingress.internal/…` the one a route for
+// `api.partner.example` protects when both names resolve to one address. The transparent listener
+// sees only the address and matches it (an address of a routed name counts as that name,
+// route-host-addresses.ts); the forward listener must read names the same way, or it is a way
+// around capture (issue 16 class 9: a captured app may reach it on 127.0.0.1). So on a port a
+// route for an IP literal or an exact host name covers, a request naming a host NAME is resolved
+// here first (the same getaddrinfo the upstream pool uses, injectable for tests), matched as the
+// address it will be dialled at (routes.ts `RequestFacts.address`), and then dialled at exactly
+// that address (`Target.connectTo`, TLS still verified against the name): what is dialled is what
+// was matched, whatever a later lookup would answer. Other ports (only wildcard or any-host
+// routes name them) pay nothing: the name is dialled as usual.
 //
 // Lookups are cached per name for the refresh interval (proxy.routeHostsRefreshMs), like the route
 // host names of route-host-addresses.ts, with concurrent lookups of one name shared and at most
@@ -19,6 +24,12 @@ const MAX_NAMES = 1000;
 
 export interface DialAddressOptions {
   readonly routes: readonly ProxyRoute[];
+  /**
+   * Whether requests to this address and port are routed (the route table's `intercepts`, which
+   * counts addresses of routed names): among a name's addresses, a routed one is dialled first.
+   * Default: IP-literal routes only.
+   */
+  readonly routed?: (address: string, port: number) => boolean;
   readonly resolve: ResolveHost;
   readonly refreshMs: number;
   readonly now?: () => number;
@@ -32,6 +43,7 @@ interface Entry {
 export class DialAddresses {
   /** IP-literal routes: canonical address and port (undefined: any port). */
   private readonly literals: readonly { readonly address: string; readonly port: number | undefined }[];
+  private readonly routed: (address: string, port: number) => boolean;
   private readonly anyPort: boolean;
   private readonly ports: ReadonlySet<number>;
   private readonly cache = new Map<string, Entry>();
@@ -40,20 +52,26 @@ export class DialAddresses {
   constructor(options: DialAddressOptions) {
     this.options = options;
     const literals: { address: string; port: number | undefined }[] = [];
+    /** Ports of routes for one address or one name: where a name may be one of them. */
+    const pinned: (number | undefined)[] = [];
     for (const r of options.routes) {
       const host = r.match?.host;
       const address = host === undefined || host.includes('*') ? undefined : canonicalHostOf(host);
-      if (address !== undefined && ipVersion(address) !== 0) literals.push({ address, port: r.match?.port });
+      if (address === undefined) continue;
+      if (ipVersion(address) !== 0) literals.push({ address, port: r.match?.port });
+      pinned.push(r.match?.port);
     }
     this.literals = literals;
-    this.anyPort = literals.some((l) => l.port === undefined);
-    this.ports = new Set(literals.map((l) => l.port).filter((p): p is number => p !== undefined));
+    this.routed = options.routed ?? ((a, port) => this.literals.some((l) => l.address === a && (l.port === undefined || l.port === port)));
+    this.anyPort = pinned.some((p) => p === undefined);
+    this.ports = new Set(pinned.filter((p): p is number => p !== undefined));
   }
 
   /**
    * Where a request to `host:port` must be dialled, when that must be fixed before it is matched:
    * a promise of the address (rejected like a failed lookup, code ENOTFOUND, when the name does
-   * not resolve). undefined when no IP-literal route covers the port, or `host` is an address.
+   * not resolve). undefined when no route for an IP literal or an exact name covers the port, or
+   * `host` is an address.
    * `host` is canonical.
    */
   pin(host: string, port: number): Promise<string> | undefined {
@@ -62,11 +80,9 @@ export class DialAddresses {
     return this.lookup(host).then((addresses) => this.choose(addresses, port));
   }
 
-  /** The first address an IP-literal route covers on the port; else the first address. */
+  /** The first routed address on the port (when in doubt, it is routed); else the first address. */
   private choose(addresses: readonly string[], port: number): string {
-    for (const a of addresses) {
-      if (this.literals.some((l) => l.address === a && (l.port === undefined || l.port === port))) return a;
-    }
+    for (const a of addresses) if (this.routed(a, port)) return a;
     return addresses[0];
   }
 

@@ -15,6 +15,8 @@ import { canonicalHostOf, ipVersion } from '../reading/canonical-host.ts';
 export interface DestinationCoverage {
   /** True when some route could match a request sent to this address and port. */
   covers(address: string, port: number): boolean;
+  /** True when some route could match a request on this port, at whatever address. */
+  coversPort(port: number): boolean;
 }
 
 interface PortRule {
@@ -41,5 +43,9 @@ export class RouteCoverage implements DestinationCoverage {
       if (rule.address === undefined || rule.address === address) return true;
     }
     return false;
+  }
+
+  coversPort(port: number): boolean {
+    return this.rules.some((rule) => rule.port === undefined || rule.port === port);
   }
 }

@@ -1,7 +1,8 @@
-// A first look at a plain-text connection: could a server read it as HTTP/1.x, and which host does
-// its first request name? Only to choose between the full HTTP path (every request parsed by Node's
-// strict parser, routed and protected as the forward proxy does, or refused) and a byte-for-byte
-// splice. Two readings, on purpose far apart:
+// A look at the next request head on a plain-text connection: could a server read it as HTTP/1.x,
+// and which host does it name? Only to choose between the full HTTP path (every request parsed by
+// Node's strict parser, routed and protected as the forward proxy does, or refused) and the
+// request-level relay (request-relay.ts: this head and its body byte for byte, then the next head
+// is read here again). Two readings, on purpose far apart:
 //
 // - LENIENT ("could this be a request?"): what the most forgiving common server accepts. Python's
 //   http.server (under Flask/werkzeug) splits the request line on ANY whitespace — tab, VT, FF, CR,
@@ -10,9 +11,11 @@
 //   needs no Host. Anything that reads as a request this way is HTTP here.
 // - CLEAR ("read the same by every server"): `METHOD SP /target SP HTTP/1.0|1.1 CRLF`, header lines
 //   `name: value CRLF` in visible ASCII, exactly one well-formed Host, no Transfer-Encoding, at most
-//   one Content-Length and no byte after that body. Only a clear head naming an unrouted host may
-//   be spliced; every other HTTP head takes the full path, which refuses what it
-//   cannot read. Doubt never ends in a splice.
+//   one Content-Length. Only a clear head naming an unrouted host may be relayed; every other HTTP
+//   head takes the full path, which refuses what it cannot read. Doubt never ends in a relay.
+//   Bytes after the body a clear head declares are the next head, read here in turn: nothing on
+//   the connection goes by unread (issue 16: a keep-alive connection once spliced after its first
+//   head carried a later request for the routed host in clear).
 //
 // Bytes that cannot start a request line (a first byte that is not a token character after the
 // whitespace, or a token followed by something other than whitespace: TLS, PostgreSQL, MongoDB and
@@ -31,11 +34,26 @@ export type HeadResult =
   /** Clearly not HTTP/1.x: another protocol (spliced, unless its destination is routed). */
   | { readonly kind: 'not-http' }
   /**
-   * HTTP/1.x as some server could read it. `host`: the first request's Host (lower case, no port,
-   * no brackets), only when the head is clear; `clear` is false when anything about it is unusual
+   * HTTP/1.x as some server could read it, but not clear: anything about it is unusual
    * (lenient-only request line, absolute-form, no Host, folded, duplicate or malformed headers).
    */
-  | { readonly kind: 'http'; readonly host: string | undefined; readonly clear: boolean };
+  | { readonly kind: 'http'; readonly host: undefined; readonly clear: false }
+  | ClearHead;
+
+/** A head every server reads alike, and how far the request it starts reaches. */
+export interface ClearHead {
+  readonly kind: 'http';
+  readonly clear: true;
+  /** The Host (lower case, no port, no brackets). */
+  readonly host: string;
+  readonly method: string;
+  /** Bytes from the start of the data to the end of the head (leading CRLFs, request line, headers, blank line). */
+  readonly headLength: number;
+  /** Bytes of the body after it (its Content-Length; 0 without one). */
+  readonly bodyLength: number;
+  /** An Upgrade header: the connection may stop being HTTP after the answer (the full path decides). */
+  readonly upgrade: boolean;
+}
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const HOST_VALUE = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::(\d{1,5}))?$/;
@@ -86,7 +104,7 @@ export function peekHttpHead(data: Buffer, maxHead: number): HeadResult {
 
   const headEnd = findHeadEnd(data, eol + 1);
   if (headEnd === -1) return data.length - start < maxHead ? NEED_MORE : UNCLEAR;
-  return readHeaders(data, eol + 1, headEnd);
+  return readHeaders(data, method, eol + 1, headEnd);
 }
 
 /**
@@ -124,14 +142,14 @@ function isCrLfRun(data: Buffer, from: number, to: number): boolean {
 /**
  * The header lines of a head whose request line is clear: each `name: value` ended by CRLF, the
  * name a token, the value visible ASCII, space or tab; exactly one Host, well formed. The framing
- * must be one plain reading too: no Transfer-Encoding, at most one Content-Length, and nothing in
- * the first flight after the body it declares — a second request there (pipelined, or smuggled by
- * framing two servers read differently) would ride a splice unread.
+ * must be one plain reading too — no Transfer-Encoding, at most one Content-Length — so that where
+ * the body ends, and the next head starts, is where every server sees it.
  */
-function readHeaders(data: Buffer, from: number, headEnd: number): HeadResult {
+function readHeaders(data: Buffer, method: string, from: number, headEnd: number): HeadResult {
   let host: string | undefined;
   let hosts = 0;
   let length: number | undefined;
+  let upgrade = false;
   let at = from;
   const end = headEnd - 2; // the final CRLF
   while (at < end) {
@@ -151,13 +169,15 @@ function readHeaders(data: Buffer, from: number, headEnd: number): HeadResult {
       const c = data[i];
       if ((c < 0x20 && c !== 0x09) || c > 0x7e) return UNCLEAR;
     }
-    const name = colon - at === 4 || colon - at === 14 || colon - at === 17 ? data.toString('latin1', at, colon).toLowerCase() : '';
+    const size = colon - at;
+    const name = size === 4 || size === 7 || size === 14 || size === 17 ? data.toString('latin1', at, colon).toLowerCase() : '';
     if (name === 'host') {
       hosts++;
       const h = HOST_VALUE.exec(data.toString('latin1', valueStart, valueEnd));
       if (!h || (h[3] !== undefined && Number(h[3]) > 65535)) return UNCLEAR;
       host = (h[1] ?? h[2]).toLowerCase();
     } else if (name === 'transfer-encoding') return UNCLEAR;
+    else if (name === 'upgrade') upgrade = true;
     else if (name === 'content-length') {
       const value = data.toString('latin1', valueStart, valueEnd);
       if (length !== undefined || !/^\d{1,15}$/.test(value)) return UNCLEAR;
@@ -166,9 +186,8 @@ function readHeaders(data: Buffer, from: number, headEnd: number): HeadResult {
     at = lf + 1;
   }
   // No Host: the server picks one (HTTP/1.0 allows it); two: servers disagree on which counts.
-  if (hosts !== 1) return UNCLEAR;
-  if (data.length > headEnd + (length ?? 0)) return UNCLEAR;
-  return { kind: 'http', host, clear: true };
+  if (hosts !== 1 || host === undefined) return UNCLEAR;
+  return { kind: 'http', host, clear: true, method, headLength: headEnd, bodyLength: length ?? 0, upgrade };
 }
 
 /** Index just past the blank line that ends the head, or -1. */

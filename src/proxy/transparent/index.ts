@@ -1,9 +1,11 @@
 // The transparent listener: connections that `dpg capture`'s iptables rules redirected here, with
 // no proxy setting in the app. Each one is looked up for its original destination, then decided
-// (decide.ts): spliced untouched to that destination, or read as HTTP — in clear, or after TLS
-// interception with a leaf from the gateway CA — and every request handed to the proxy's shared
-// exchange, which protects what routes cover and always connects to the original destination
-// address (never to a DNS lookup of the name the app gave).
+// (decide.ts): spliced untouched to that destination; relayed request by request while its plain
+// HTTP requests name unrouted hosts (request-relay.ts); read stream by stream when it is h2c
+// (h2c.ts); or read as HTTP — in clear, or after TLS interception with a leaf from the gateway CA —
+// and every request handed to the proxy's shared exchange, which protects what routes cover and
+// always connects to the original destination address (never to a DNS lookup of the name the app
+// gave). Every request on a connection that could concern a route is read (DESIGN §9).
 
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
@@ -22,10 +24,12 @@ import { stripBrackets, type RouteTable } from '../reading/routes.ts';
 import { track } from '../forwarding/tunnel.ts';
 import { isTlsHandshake, parseClientHello } from './client-hello.ts';
 import { RouteCoverage } from './coverage.ts';
-import { decideOnAccept, decidePlain, decideTls, type Decision, type DecisionContext } from './decide.ts';
+import { decideH2cStream, decideOnAccept, decidePlain, decideTls, relayable, type Decision, type DecisionContext } from './decide.ts';
 import { peekHttpHead } from './http-head.ts';
 import { loadOriginalDestinationReader, type OriginalDestination, type OriginalDestinationReader } from '../../core/original-destination.ts';
 import { connectUpstream, relay, type SpliceOptions } from '../forwarding/splice.ts';
+import { relayRequests } from './request-relay.ts';
+import { relayH2c } from './h2c.ts';
 
 export interface TransparentDeps {
   readonly config: TransparentConfig;
@@ -77,7 +81,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const { config, table, leaves, logger } = deps;
   const readOriginal = deps.originalDestination ?? (await loadOriginalDestinationReader());
   const coverage = new RouteCoverage(deps.routes);
-  const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello };
+  const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello, inspect: config.inspect };
   const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs, onResourceExhausted: deps.onResourceExhausted };
   const connections = new WeakMap<object, ConnectionInfo>();
   /** Our own probe connections while the start-up loop check runs. */
@@ -112,6 +116,42 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     track(deps.sockets, client);
     track(deps.sockets, up);
     relay(client, up, first);
+  };
+
+  /** Plain HTTP whose first request is unrouted: relayed request by request (request-relay.ts). */
+  const relayHttp = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
+    const up = connectUpstream(dst, spliceOptions);
+    track(deps.sockets, client);
+    track(deps.sockets, up);
+    relayRequests(client, up, first, {
+      read: (data) => peekHttpHead(data, MAX_HEAD_BYTES),
+      relayable: (head) => relayable(ctx, dst, head),
+      toHttp: (socket, rest) => {
+        logger.debug({ listener: 'transparent', dst: `${dst.address}:${dst.port}` }, 'transparent proxy: a later request on a relayed connection takes the full HTTP path');
+        toHttp(socket, dst, rest);
+      },
+      refuse: (socket, reason) => refuse(socket, dst, reason),
+      maxHead: MAX_HEAD_BYTES,
+    });
+  };
+
+  /** HTTP/2 with prior knowledge to an unrouted address: each stream's :authority read (h2c.ts). */
+  const relayH2cStreams = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
+    const up = connectUpstream(dst, spliceOptions);
+    track(deps.sockets, client);
+    track(deps.sockets, up);
+    relayH2c(client, up, first, {
+      decide: (authority) => {
+        const host = authority === undefined ? undefined : readAuthority(authority, dst.port)?.host;
+        if (authority !== undefined && host === undefined) return 'an HTTP/2 stream names a host that cannot be read';
+        const decision = decideH2cStream(ctx, dst, host);
+        return decision.action === 'refuse' ? decision.reason : undefined;
+      },
+      refuse: (socket, reason) => {
+        up.destroy();
+        refuse(socket, dst, reason);
+      },
+    });
   };
 
   const toHttp = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
@@ -185,7 +225,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
       if (decision.action === 'peek' && buffered.length > MAX_PEEK_BYTES) decision = { action: 'refuse', reason: 'first flight too large to read' };
       if (decision.action === 'peek') return;
       finish();
-      if (early && (decision.action === 'http' || decision.action === 'intercept')) {
+      if (early && (decision.action === 'http' || decision.action === 'intercept' || decision.action === 'relay' || decision.action === 'h2c')) {
         if (serverSpoke) decision = { action: 'refuse', reason: 'the server spoke first on a connection a route covers' };
         else early.destroy();
       }
@@ -195,6 +235,12 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
           if (early) early.removeAllListeners('data').removeAllListeners('error');
           splice(client, dst, buffered, early);
           client.resume();
+          return;
+        case 'relay':
+          relayHttp(client, dst, buffered);
+          return;
+        case 'h2c':
+          relayH2cStreams(client, dst, buffered);
           return;
         case 'refuse':
           early?.destroy();

@@ -26,6 +26,7 @@ export function transparentConfig(overrides: Partial<TransparentConfig> = {}): T
     ipv6: false,
     peekTimeoutMs: 200,
     encryptedClientHello: 'refuse',
+    inspect: 'routed',
     ...overrides,
   };
 }

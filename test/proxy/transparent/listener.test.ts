@@ -79,7 +79,7 @@ describe('transparent listener (loopback, injected original destinations)', () =
     assert.equal(got?.headers.host, 'api.partner.test');
   });
 
-  test('unrouted Host on a covered port is spliced byte-equal', async () => {
+  test('unrouted Host on a covered port is relayed byte-equal', async () => {
     const payload = post('unrouted.test');
     tp.redirectNext({ address: '127.0.0.1', port: http.port, family: 4 });
     const before = http.rawBytes().length;

@@ -9,7 +9,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { parseClientHello } from '../../../src/proxy/transparent/client-hello.ts';
 import { RouteCoverage } from '../../../src/proxy/transparent/coverage.ts';
 import { canonicalHostOf } from '../../../src/proxy/reading/canonical-host.ts';
-import { decideOnAccept, decidePlain, decideTls, type DecisionContext } from '../../../src/proxy/transparent/decide.ts';
+import { decideH2cStream, decideOnAccept, decidePlain, decideTls, type DecisionContext } from '../../../src/proxy/transparent/decide.ts';
 import { peekHttpHead } from '../../../src/proxy/transparent/http-head.ts';
 import { compileRoutes } from '../../../src/proxy/reading/routes.ts';
 import { route } from '../helpers.ts';
@@ -88,11 +88,28 @@ describe('ClientHello server name', () => {
 
 describe('HTTP head peek', () => {
   const head = (text: string) => peekHttpHead(Buffer.from(text, 'latin1'), 16 * 1024);
-  test('a clean request: its Host, lower case, no port', () => {
-    assert.deepEqual(head('POST /v1/x HTTP/1.1\r\nHost: API.Partner.test:8080\r\nContent-Length: 0\r\n\r\n'), { kind: 'http', host: 'api.partner.test', clear: true });
-    assert.deepEqual(head('GET / HTTP/1.1\r\nhost: [2001:db8::1]\r\n\r\n'), { kind: 'http', host: '2001:db8::1', clear: true });
-    assert.deepEqual(head('\r\nGET / HTTP/1.0\r\nHost: a.test\r\n\r\n'), { kind: 'http', host: 'a.test', clear: true });
-    assert.deepEqual(head('POST /x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\n{}'), { kind: 'http', host: 'a.test', clear: true });
+  test('a clean request: its Host, lower case, no port, and where it ends', () => {
+    const clear = (host: string, method: string, headLength: number, bodyLength = 0, upgrade = false) => ({ kind: 'http', clear: true, host, method, headLength, bodyLength, upgrade });
+    const a = 'POST /v1/x HTTP/1.1\r\nHost: API.Partner.test:8080\r\nContent-Length: 0\r\n\r\n';
+    assert.deepEqual(head(a), clear('api.partner.test', 'POST', a.length));
+    const b = 'GET / HTTP/1.1\r\nhost: [2001:db8::1]\r\n\r\n';
+    assert.deepEqual(head(b), clear('2001:db8::1', 'GET', b.length));
+    const c = '\r\nGET / HTTP/1.0\r\nHost: a.test\r\n\r\n';
+    assert.deepEqual(head(c), clear('a.test', 'GET', c.length));
+    const d = 'POST /x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\n';
+    assert.deepEqual(head(d + '{}'), clear('a.test', 'POST', d.length, 2));
+    const e = 'GET /ws HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n';
+    assert.deepEqual(head(e), clear('a.test', 'GET', e.length, 0, true));
+  });
+  test('bytes after the body are the next head, read in turn (the relay), not a reason to read in full', () => {
+    const first = 'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n';
+    const next = 'POST /v1 HTTP/1.1\r\nHost: routed.test\r\nContent-Length: 0\r\n\r\n';
+    const both = Buffer.from(first + 'x' + next, 'latin1');
+    const r = peekHttpHead(both, 16 * 1024);
+    assert.ok(r.kind === 'http' && r.clear);
+    assert.equal(r.headLength + r.bodyLength, first.length + 1);
+    const second = peekHttpHead(both.subarray(r.headLength + r.bodyLength), 16 * 1024);
+    assert.ok(second.kind === 'http' && second.clear && second.host === 'routed.test');
   });
   test('incomplete heads wait', () => {
     for (const t of ['', 'PRI * HTTP/2', 'GET / HTTP/1.1\r\nHost: a'] ) assert.equal(head(t).kind, 'need-more', t);
@@ -120,11 +137,9 @@ describe('HTTP head peek', () => {
     'GET v1/x\r\n',
     'POST /v1 HTTP/1.1\nHost: a.test\n\n',
     'POST /v1 HTTP/1.1\r\nHost: a.test\nX: 1\r\n\r\n',
-    // Framing two servers could read differently, or a second request in the first flight: it would ride the splice.
+    // Framing two servers could read differently: where the next head starts would be in doubt.
     'POST /v1 HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
     'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx',
-    'POST /v1 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\nxPOST /v1 HTTP/1.1\r\nHost: routed.test\r\n\r\n',
-    'GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HTTP/1.1\r\n',
   ];
   for (const t of unclear) test(`read in full, not spliced: ${JSON.stringify(t.slice(0, 40))}`, () => assert.deepEqual(head(t), { kind: 'http', host: undefined, clear: false }));
   test('lower-case methods are HTTP too (some frameworks upper-case them)', () => assert.equal(head('post / HTTP/1.1\r\nHost: a.test\r\n\r\n').kind, 'http'));
@@ -149,7 +164,7 @@ describe('decisions', () => {
   // api.partner.test resolves to 198.51.100.10 (route-host-addresses.ts gives the table these aliases).
   const table = compileRoutes(routes, { namesFor: (a) => (a === '198.51.100.10' ? ['api.partner.test'] : []) });
   const coverage = new RouteCoverage(routes);
-  const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: 'refuse' };
+  const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: 'refuse', inspect: 'routed' };
   const dst = (address: string, port: number) => ({ address, port, family: 4 as const });
 
   test('an IP-literal route in any spelling covers that one address', () => {
@@ -167,23 +182,42 @@ describe('decisions', () => {
     assert.equal(decideOnAccept(ctx, dst('203.0.113.5', 443)).action, 'peek', 'a name route covers its port on any address');
   });
 
-  test('TLS: a routed name or a routed address intercepts; else splice; ECH refused', async () => {
+  test('strict inspection (inspect: all) peeks at every address on a port a route names, and only there', () => {
+    const strict = { ...ctx, inspect: 'all' as const };
+    assert.equal(decideOnAccept(strict, dst('203.0.113.5', 80)).action, 'peek', 'port 80 is named by the IP route');
+    assert.equal(decideOnAccept(strict, dst('203.0.113.5', 8443)).action, 'splice');
+  });
+
+  test('TLS: a routed name or address, no server name, or inspect: all intercepts; else splice; ECH refused', async () => {
     const h = (serverName: string | undefined, ech = false) => ({ kind: 'hello' as const, serverName, encryptedClientHello: ech });
     assert.deepEqual(decideTls(ctx, dst('203.0.113.5', 443), h('API.partner.test.')), { action: 'intercept', serverName: 'API.partner.test.', leafName: 'api.partner.test' });
     assert.deepEqual(decideTls(ctx, dst('198.51.100.10', 443), h('innocent.test')), { action: 'intercept', serverName: 'innocent.test', leafName: 'innocent.test' });
     assert.deepEqual(decideTls(ctx, dst('198.51.100.10', 443), h(undefined)), { action: 'intercept', serverName: undefined, leafName: '198.51.100.10' });
     assert.equal(decideTls(ctx, dst('203.0.113.5', 443), h('other.test')).action, 'splice');
+    // Issue 16 class 7: no server name (an IP URL) to an unrouted address: each request's Host decides.
+    assert.deepEqual(decideTls(ctx, dst('203.0.113.5', 443), h(undefined)), { action: 'intercept', serverName: undefined, leafName: '203.0.113.5' });
+    // Domain fronting: strict mode intercepts an unrouted server name too.
+    assert.deepEqual(decideTls({ ...ctx, inspect: 'all' }, dst('203.0.113.5', 443), h('Other.test')), { action: 'intercept', serverName: 'Other.test', leafName: 'other.test' });
     assert.equal(decideTls(ctx, dst('203.0.113.5', 443), h('public.example', true)).action, 'refuse');
     assert.equal(decideTls({ ...ctx, encryptedClientHello: 'splice' }, dst('203.0.113.5', 443), h('public.example', true)).action, 'splice');
   });
 
-  test('plain text: routed Host or address → HTTP; unclear → HTTP; other protocols to a routed address → refused', async () => {
-    assert.equal(decidePlain(ctx, dst('127.0.0.2', 80), { kind: 'http', host: 'x.test', clear: true }).action, 'http');
-    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'http', host: 'api.partner.test', clear: true }).action, 'http');
-    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'http', host: 'other.test', clear: true }).action, 'splice');
+  test('plain text: routed Host or address → HTTP; unclear or Upgrade → HTTP; clear and unrouted → relayed; other protocols to a routed address → refused', async () => {
+    const clear = (host: string, upgrade = false) => ({ kind: 'http' as const, clear: true as const, host, method: 'POST', headLength: 40, bodyLength: 0, upgrade });
+    assert.equal(decidePlain(ctx, dst('127.0.0.2', 80), clear('x.test')).action, 'http');
+    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), clear('api.partner.test')).action, 'http');
+    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), clear('other.test')).action, 'relay');
+    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), clear('other.test', true)).action, 'http');
     assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'http', host: undefined, clear: false }).action, 'http');
     assert.equal(decidePlain(ctx, dst('127.0.0.2', 80), { kind: 'not-http' }).action, 'refuse');
     assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'not-http' }).action, 'splice');
     assert.equal(decidePlain(ctx, dst('198.51.100.10', 443), { kind: 'h2-preface' }).action, 'refuse');
+    assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'h2-preface' }).action, 'h2c');
+  });
+
+  test('h2c streams: a routed :authority or none is refused, an unrouted one passes', () => {
+    assert.equal(decideH2cStream(ctx, dst('203.0.113.5', 443), 'api.partner.test').action, 'refuse');
+    assert.equal(decideH2cStream(ctx, dst('203.0.113.5', 443), undefined).action, 'refuse');
+    assert.equal(decideH2cStream(ctx, dst('203.0.113.5', 443), 'other.test').action, 'splice');
   });
 });
