@@ -16,6 +16,7 @@ import { CLASS, DIGIT, WORD, classAt, isGroupDash, isGroupSpace } from './chars.
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 import { E164_MAX_DIGITS, E164_MIN_DIGITS, isNanpDigits, startsCountryCode } from './phone.ts';
 import { isSsnDigits } from './ssn.ts';
+import { prefixLengthEnd } from './ip.ts';
 
 const SPACE = 1;
 const DASH = 2;
@@ -201,8 +202,8 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
     if (nextStart < 0) break;
     at = nextStart;
   }
-  const last = run.count - 1;
-  let resume = run.bracketed[last] ? run.end[last] + 1 : run.end[last];
+  const lastGroup = run.count - 1;
+  let resume = run.bracketed[lastGroup] ? run.end[lastGroup] + 1 : run.end[lastGroup];
   // A last group glued to a word (`… 0132 5pm`, `4111…abc`) is not part of any value.
   if (classAt(text, resume) & WORD) {
     resume = skipWordRun(text, resume);
@@ -211,7 +212,17 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
   }
   // Too few digits for any kind (an IPv4 address has four groups, everything else 9+ digits).
   if (!slid && !run.plus && run.count < 4 && run.end[run.count - 1] - run.start[0] < 9) return resume;
+  const found = out.length;
   classifyRun(text, kinds, out, run.count);
+  // `192.168.1.0/24`: a prefix length after an address is part of it (it would stay in clear).
+  const last = out.length > found ? out[out.length - 1] : undefined;
+  if (last !== undefined && last.kind === 'ipAddress' && last.end === resume) {
+    const end = prefixLengthEnd(text, resume, 32);
+    if (end > resume) {
+      out[out.length - 1] = { start: last.start, end, kind: 'ipAddress' };
+      resume = end;
+    }
+  }
   return resume;
 }
 

@@ -49,6 +49,8 @@ export class ContentScanner {
     const trigger = this.trigger;
     trigger.lastIndex = 0;
     let out: DetectedSpan[] | undefined;
+    /** The end of the last stretch of address characters that held no IPv6 address: its colons start none. */
+    let ipv6Checked = -1;
     // test() rather than exec(): no match object per hit. Every alternative matches one character.
     while (trigger.test(text)) {
       const i = trigger.lastIndex - 1;
@@ -70,10 +72,17 @@ export class ContentScanner {
           next = found[1];
         }
       } else if (c === COLON) {
-        if (isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
+        if (i >= ipv6Checked && isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
           const [start, end, isAddress] = ipv6Around(text, i);
-          if (isAddress) out = replaceOverlapped(out, start, end, 'ipAddress');
-          next = end;
+          if (isAddress) {
+            out = replaceOverlapped(out, start, end, 'ipAddress');
+            next = end;
+          } else {
+            // Not an address, but what follows the colon may be another value (`Card:4111…`,
+            // `Node:10.0.0.1`): scanning goes on right after it, and the stretch's other colons are
+            // not checked again (each character is still read a bounded number of times).
+            ipv6Checked = end;
+          }
         }
       } else if (boundaryBefore(text, i)) {
         const end = ibanEndAt(text, i);

@@ -161,6 +161,32 @@ describe('scanner', () => {
     assert.deepEqual(found('host 2001:db8::8a2e:370:7334 up'), [['2001:db8::8a2e:370:7334', 'ipAddress']]);
   });
 
+  it('a value right after a colon and a key ending in a hex letter or digit (issue 17)', () => {
+    // The key and the colon looked like the start of an IPv6 address; the failed candidate must not
+    // swallow the value after it.
+    assert.deepEqual(found('Card:4111111111111111'), [['4111111111111111', 'card']]);
+    assert.deepEqual(found('Phone:415-555-0132'), [['415-555-0132', 'phone']]);
+    assert.deepEqual(found('Code:123-45-6789'), [['123-45-6789', 'ssn']]);
+    assert.deepEqual(found('Node:10.0.0.1'), [['10.0.0.1', 'ipAddress']]);
+    assert.deepEqual(found('case:DE89370400440532013000'), [['DE89370400440532013000', 'iban']]);
+    assert.deepEqual(found('Node:fe80::1 and id:2001:db8::1'), [['fe80::1', 'ipAddress'], ['2001:db8::1', 'ipAddress']]);
+    assert.deepEqual(found('Time:12:30:45 at:4111 1111 1111 1111'), [['4111 1111 1111 1111', 'card']]);
+    // Hostile: many colons, each stretch checked once.
+    assert.deepEqual(found('a1:'.repeat(20_000) + '4111111111111111'), [['4111111111111111', 'card']]);
+    assert.deepEqual(found('a1:'.repeat(20_000) + ' 4111111111111111'), [['4111111111111111', 'card']]);
+  });
+
+  it('a CIDR prefix length and an IPv6 zone id are part of the address', () => {
+    assert.deepEqual(found('net 192.168.1.0/24.'), [['192.168.1.0/24', 'ipAddress']]);
+    assert.deepEqual(found('2001:db8::/32, fe80::1%eth0 and [fe80::1%25en0]'), [
+      ['2001:db8::/32', 'ipAddress'],
+      ['fe80::1%eth0', 'ipAddress'],
+      ['fe80::1%25en0', 'ipAddress'],
+    ]);
+    // Not a prefix length: too large, more path after it, glued to a word.
+    assert.deepEqual(found('10.0.0.1/33 10.0.0.2/24/5 10.0.0.3/24x'), [['10.0.0.1', 'ipAddress'], ['10.0.0.2', 'ipAddress'], ['10.0.0.3', 'ipAddress']]);
+  });
+
   it('looks only for its own kinds; text with nothing in it costs nothing', () => {
     const cards = new ContentScanner(['card']);
     assert.deepEqual(cards.scan('call 415-555-0132 or mail jane@example.com, 4111111111111111').length, 1);
