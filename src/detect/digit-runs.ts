@@ -11,7 +11,7 @@
 // against the few groupings its kinds allow (a card starts with a group of 4 or of 12-19 digits, an
 // SSN is 3-2-4…), so a run of hostile groups (`1 1 1 …`, `4 4 4 …`) costs a few comparisons per group.
 
-import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, CARD_PREFIX_DIGITS, hasCardPrefixFor } from './card.ts';
+import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, CARD_PREFIX_DIGITS, hasCardPrefixFor, isGtinDigits } from './card.ts';
 import { CLASS, DIGIT, WORD, classAt, isGroupDash, isGroupSpace } from './chars.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 import { E164_MAX_DIGITS, E164_MIN_DIGITS, isNanpDigits, startsCountryCode } from './phone.ts';
@@ -112,6 +112,8 @@ const LUHN_DOUBLE = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
 const LUHN_UNKNOWN = 0xffff;
 
 const run = new Run();
+/** The last group of the value classifyRun took last in this run, -1 for none. */
+let lastValueEnd = -1;
 
 function isDigit(text: string, i: number): boolean {
   const c = text.charCodeAt(i);
@@ -247,6 +249,7 @@ function skipWordRun(text: string, i: number): number {
  */
 function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit: number): number {
   let a = 0;
+  lastValueEnd = -1;
   while (a < limit) {
     // A value starting inside the run must follow a space or a bracket: after a dot it is the tail
     // of a decimal or a version (`3.14159…`), after a dash the tail of something else
@@ -275,6 +278,7 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit
     const start = a === 0 && run.plus ? run.textStart : run.bracketed[a] && b > a ? run.start[a] - 1 : run.start[a];
     const end = run.bracketed[b] && b > a ? run.end[b] + 1 : run.end[b];
     out.push({ start, end, kind });
+    lastValueEnd = b;
     a = b + 1;
   }
   return a;
@@ -349,7 +353,7 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   if (a === 0 && run.plus) return -1;
   const first = size(a);
   if (first >= CARD_MIN_DIGITS) {
-    if (first > CARD_MAX_DIGITS || endsBeforeDot(a)) return -1;
+    if (first > CARD_MAX_DIGITS || endsBeforeDot(a) || isGtinDigits(text, run.start[a], run.end[a])) return -1;
     return isCardNumber(text, a, a, first, leadingSix(text, a)) ? a : -1;
   }
   // Grouped: a group of four, then groups of four (the last 1-4 digits) or 6 then 5/4, one
@@ -357,8 +361,10 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   if (first !== 4 || run.bracketed[a] || a + 2 >= run.count) return -1;
   const sep = run.sep[a + 1];
   if ((sep !== SPACE && sep !== DASH) || (afterDash && sep === DASH)) return -1;
+  // Inside a longer number written in fours (a tracking number, an IBAN's digits): not a card.
+  if (a > 0 && run.sep[a] === sep && size(a - 1) === 4 && a - 1 !== lastValueEnd) return -1;
   const second = size(a + 1);
-  if (second !== 4 && second !== 6) return -1;
+  if (second !== 4 && second !== 6 && second !== 5) return -1;
   const head6 = leadingSix(text, a);
   // Groups of four after the first, with the same separator: fours = how many (at most 3 count).
   let fours = 0;
@@ -371,6 +377,8 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
     if (last > 4 || (b === a + 4 && last > 3) || length < CARD_MIN_DIGITS) continue;
     if (isCardNumber(text, a, b, length, head6)) return b;
   }
+  // 4-5-6: UATP.
+  if (second === 5) return sameGroupSeparator(a + 2, sep) && size(a + 2) === 6 && !endsBeforeDot(a + 2) && isCardNumber(text, a, a + 2, 15, head6) ? a + 2 : -1;
   if (second === 6 && sameGroupSeparator(a + 2, sep) && !endsBeforeDot(a + 2)) {
     const last = size(a + 2);
     if ((last === 5 || last === 4) && isCardNumber(text, a, a + 2, 10 + last, head6)) return a + 2;

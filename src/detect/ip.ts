@@ -35,7 +35,7 @@ function isAddressAt(text: string, from: number, to: number): boolean {
  * The stretch of address characters around the colon at `at`: [start, end, isAddress]. When it is
  * not an address, no other colon of the same stretch starts one either, so the caller does not
  * check them again; `end` is then the stretch's end. A stretch glued to a word on its left whose
- * part after the colon at `at` is an address (`Node:fe80::1`, a key and its value) gives that part.
+ * part after its first colon is an address (`Node:fe80::1`, a key and its value) gives that part.
  */
 export function ipv6Around(text: string, at: number): [number, number, boolean] {
   let start = at;
@@ -47,7 +47,9 @@ export function ipv6Around(text: string, at: number): [number, number, boolean] 
   while (end > at + 1 && text.charCodeAt(end - 1) === DOT) end--;
   if (classAt(text, end) & WORD) return [start, end, false];
   if (!(classAt(text, start - 1) & WORD) && isAddressAt(text, start, end)) return [start, suffixEnd(text, end), true];
-  if (isAddressAt(text, at + 1, end)) return [at + 1, suffixEnd(text, end), true];
+  // `Node:fe80::1`, `IP:2001:db8::1`, `ip:::1`: a key glued before the value.
+  const afterKey = text.indexOf(':', start) + 1;
+  if (afterKey < end && isAddressAt(text, afterKey, end)) return [afterKey, suffixEnd(text, end), true];
   return [start, end, false];
 }
 

@@ -45,7 +45,7 @@ function cardPrefix(r: Rand): [string, number] {
   switch (int(r, 0, 8)) {
     case 0:
     case 1:
-      return ['4', pick(r, [16, 16, 16, 13, 19])];
+      return ['4', pick(r, [16, 16, 16, 19])];
     case 2:
       return [String(int(r, 51, 55)), 16];
     case 3:
@@ -191,7 +191,7 @@ const GENERATORS: Record<DetectKind, (r: Rand) => string> = {
 /** Near misses: things that look like a kind but are not one. */
 const DECOYS: readonly ((r: Rand) => string)[] = [
   // Luhn-valid, card length, but no issuer prefix (order numbers, account ids).
-  (r) => withLuhn(pick(r, ['1', '7', '0', '83', '99']) + digits(r, 13)),
+  (r) => withLuhn(pick(r, ['7', '0', '83', '99']) + digits(r, 13)),
   // Card prefix and length, Luhn wrong.
   (r) => {
     const c = withLuhn('4' + digits(r, 14));
