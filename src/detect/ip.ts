@@ -5,7 +5,9 @@
 // next to a protected address. Brackets are not part of the match.
 
 import { isIPv6 } from 'node:net';
-import { CLASS, DIGIT, HEX, WORD, classAt } from './chars.ts';
+import { CLASS, DIGIT, HEX, LOWER, UPPER, WORD, classAt } from './chars.ts';
+
+const LETTER = LOWER | UPPER;
 
 const COLON = 58;
 const DOT = 46;
@@ -47,10 +49,21 @@ export function ipv6Around(text: string, at: number): [number, number, boolean] 
   while (end > at + 1 && text.charCodeAt(end - 1) === DOT) end--;
   if (classAt(text, end) & WORD) return [start, end, false];
   if (!(classAt(text, start - 1) & WORD) && isAddressAt(text, start, end)) return [start, suffixEnd(text, end), true];
-  // `Node:fe80::1`, `IP:2001:db8::1`, `ip:::1`: a key glued before the value.
+  // `Node:fe80::1`, `IP:2001:db8::1`, `ip:::1`: a key of letters glued before the value (not
+  // `text2001:db8::1` or `12345:db8::1`, which are no address at all).
   const afterKey = text.indexOf(':', start) + 1;
-  if (afterKey < end && isAddressAt(text, afterKey, end)) return [afterKey, suffixEnd(text, end), true];
+  if (afterKey < end && isLetterKeyBefore(text, afterKey - 1) && isAddressAt(text, afterKey, end)) return [afterKey, suffixEnd(text, end), true];
   return [start, end, false];
+}
+
+/** The word just before the colon at `colon` is made of letters only (a key: `Node`, `ip`). */
+function isLetterKeyBefore(text: string, colon: number): boolean {
+  let i = colon;
+  while (i > 0 && classAt(text, i - 1) & WORD) {
+    if (!(classAt(text, i - 1) & LETTER)) return false;
+    i--;
+  }
+  return i < colon;
 }
 
 /** After an address ending at `end`: past a zone id (`%eth0`) and a prefix length (`/64`), if written. */

@@ -8,12 +8,22 @@ import { emailAround } from './email.ts';
 import { ibanEndAt } from './iban.ts';
 import { ipv6Around } from './ip.ts';
 import { scanDigitRun, type DigitKinds } from './digit-runs.ts';
+import { PhoneRegions } from './phone-regions.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 
 const AT = 64;
 const COLON = 58;
 
 const NOTHING: readonly DetectedSpan[] = Object.freeze([]);
+
+export interface ScannerOptions {
+  /**
+   * Regions (ISO 3166 codes) whose national phone writings are detected, validated against
+   * libphonenumber's numbering plans (`DE`: `030 1234567`). Absent or empty: NANP numbers and the
+   * region-free rules of phone.ts only.
+   */
+  readonly phoneRegions?: readonly string[];
+}
 
 export class ContentScanner {
   readonly kinds: ReadonlySet<DetectKind>;
@@ -27,10 +37,11 @@ export class ContentScanner {
   /** Spans of the digit run being read (emptied after each run that found any). */
   private readonly digitSpans: DetectedSpan[] = [];
 
-  constructor(kinds: Iterable<DetectKind>) {
+  constructor(kinds: Iterable<DetectKind>, options: ScannerOptions = {}) {
     this.kinds = new Set(kinds);
     const has = (k: DetectKind) => this.kinds.has(k);
-    this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress') };
+    const regions = options.phoneRegions !== undefined && options.phoneRegions.length > 0 ? new PhoneRegions(options.phoneRegions) : undefined;
+    this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress'), regions };
     this.anyDigits = this.digits.card || this.digits.ssn || this.digits.phone || this.digits.ipv4;
     this.email = has('email');
     this.iban = has('iban');
