@@ -7,8 +7,8 @@
 // regular-expression test on at most 17 digits. libphonenumber-js's own parser is not used on the
 // detection path: it costs ~70 µs a call, the compiled patterns well under a microsecond.
 
-import metadata from 'libphonenumber-js/metadata.max.json' with { type: 'json' };
-import examples from 'libphonenumber-js/examples.mobile.json' with { type: 'json' };
+import metadata from 'libphonenumber-js/metadata.max.json';
+import examples from 'libphonenumber-js/examples.mobile.json';
 import { getExampleNumber, type CountryCode, type Examples } from 'libphonenumber-js/max';
 
 interface RegionPlan {

@@ -62,6 +62,11 @@ export interface DetectDef {
   readonly kinds: readonly DetectKind[];
   /** Also values inside longer text (default true); false: whole values only. */
   readonly inText: boolean;
+  /**
+   * Regions whose national phone writings are detected (`DE`: `030 1234567`), validated against
+   * libphonenumber's numbering plans; empty (the default): NANP and international writings only.
+   */
+  readonly phoneRegions?: readonly string[];
   readonly line?: number;
 }
 
