@@ -557,10 +557,10 @@ function internationalAt(text: string, a: number, prefix: number): number {
     }
     const mixesDots = anyDot && !(b > a && allDots);
     if (mixesDots || endsBeforeDot(b)) continue;
-    // `00` is weaker evidence than `+` (order numbers start with it): the number must be valid.
-    // `00` and the number as one group: at most 13 digits after it (a longer one is an order number).
+    // `00` and the number as one group is weaker evidence than `+` (order numbers start with
+    // `00`): at most 13 digits after it, and a valid number of its country.
     if (prefix > 0 && b === a && national > 13) continue;
-    if ((prefix > 0 || short) && !internationalValid(digitsOf(text, a, b).slice(prefix))) continue;
+    if (((prefix > 0 && b === a) || short) && !internationalValid(digitsOf(text, a, b).slice(prefix))) continue;
     best = b;
   }
   return best;

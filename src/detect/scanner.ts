@@ -9,6 +9,7 @@ import { ibanEndAt } from './iban.ts';
 import { ipv6Around } from './ip.ts';
 import { scanDigitRun, type DigitKinds } from './digit-runs.ts';
 import { PhoneRegions } from './phone-regions.ts';
+import { decodedView } from './decode.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 
 const AT = 64;
@@ -51,8 +52,20 @@ export class ContentScanner {
     this.trigger = new RegExp(alternatives.length > 0 ? alternatives.join('|') : '(?!)', 'g');
   }
 
-  /** Every detected value in `text`, in order, never overlapping. */
+  /**
+   * Every detected value in `text`, in order, never overlapping. A text holding an encoding
+   * (fullwidth digits, zero-width characters, `%40`, `\u0040`, `&#64;`) is read decoded, and each
+   * span covers the original characters its value was written with (decode.ts).
+   */
   scan(text: string): readonly DetectedSpan[] {
+    const view = decodedView(text);
+    if (view === undefined) return this.scanText(text);
+    const found = this.scanText(view.text);
+    if (found.length === 0) return NOTHING;
+    return found.map((s) => ({ start: view.from[s.start], end: view.to[s.end - 1], kind: s.kind }));
+  }
+
+  private scanText(text: string): readonly DetectedSpan[] {
     const n = text.length;
     if (n < 4) return NOTHING;
     // The regex engine skips to the next character that can start a value far faster than a

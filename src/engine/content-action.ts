@@ -13,6 +13,7 @@ import type { FieldAction } from '../formats/codec.ts';
 import type { ContentScanner } from '../detect/scanner.ts';
 import type { DetectKind, DetectedSpan } from '../detect/kinds.ts';
 import { findTokens } from '../detect/tokens.ts';
+import { valueEncoding } from '../detect/decode.ts';
 import { WITHHELD } from '../core/safe-name.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import type { RunState } from './bind.ts';
@@ -218,6 +219,14 @@ export class ContentFieldAction implements FieldAction {
   /** Applies the kind's rule to one detected value (a whole value or a span). */
   private one(kind: DetectKind, value: Scalar): Scalar {
     const bound = this.kinds.get(kind)!;
+    // A value written in an encoding (`４１１１…`, `jane%40example.com`): the rule sees it decoded,
+    // its result is written back the same way (src/detect/decode.ts). Encrypt (the one forward rule
+    // with an inverse) encrypts the value as written, so Decrypt gives back its exact spelling.
+    const encoding = typeof value === 'string' && !(this.mode === 'forward' && bound.technique.inverse) ? valueEncoding(value) : undefined;
+    if (encoding !== undefined) {
+      const out = this.one(kind, encoding.plain);
+      return typeof out === 'string' ? encoding.encode(out) : out;
+    }
     const t = bound.technique;
     let out: Scalar;
     try {
