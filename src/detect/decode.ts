@@ -1,5 +1,6 @@
 // Values hidden by an encoding: fullwidth digits and letters (`４１１１…`), zero-width characters
-// inside a number, percent-encoding (`jane%40example.com` in a link or a form), JSON `\u0040`
+// inside a number, percent-encoding (`jane%40example.com` in a link or a form) and a form's `+` for
+// a space between digits (`4111+1111+1111+1111`), JSON `\u0040`
 // escapes and XML character references (`&#64;`, `&#x40;`, `&amp;`) in documents carried in
 // strings. The scanner reads a decoded view of such a text, in which every character remembers the
 // stretch of the original it came from, so each detected span is mapped back onto the original
@@ -16,9 +17,37 @@ const JSON_ESCAPE = 3;
 const DECIMAL_REF = 4;
 const HEX_REF = 5;
 const NAMED_REF = 6;
+/** `+` for a space between digits, as HTML forms write it (`card=4111+1111+1111+1111`). */
+const FORM_PLUS = 7;
 
-/** A text to decode: any of the encodings above is present. Tested once per text, no allocation. */
-const ENCODED = /[\u00ad\u200b-\u200d\u2060\ufeff\u3000\uff01-\uff5e]|%(?:2[0-9A-Fa-f]|3[A-Fa-f]|40|5[B-Eb-e]|60|7[B-Db-d])|\\u00[0-7][0-9A-Fa-f]|&(?:#[0-9]{2,3};|#[xX][0-9A-Fa-f]{2};|amp;|lt;|gt;|quot;|apos;)/;
+/**
+ * The characters an encoding starts with; a hit is then checked by hand (hasEncoding). One character
+ * class: the regular expression engine skips text without any of them at full speed.
+ */
+const ENCODING_START = /[\u00ad\u200b-\u200d\u2060\ufeff\u3000\uff01-\uff5e%\\&+]/g;
+
+/** The text holds one of the encodings decoded here. No allocation. */
+function hasEncoding(text: string): boolean {
+  const start = ENCODING_START;
+  start.lastIndex = 0;
+  while (start.test(text)) {
+    const i = start.lastIndex - 1;
+    const c = text.charCodeAt(i);
+    if (c === 37 /* % */) {
+      const h = hexValue(text.charCodeAt(i + 1));
+      const l = hexValue(text.charCodeAt(i + 2));
+      if (h >= 0 && h < 8 && l >= 0 && URL_ENCODED[h * 16 + l] === 1) return true;
+    } else if (c === 92 /* \ */) {
+      if (text.charCodeAt(i + 1) === 117 && text.charCodeAt(i + 2) === 48 && text.charCodeAt(i + 3) === 48) return true;
+    } else if (c === 38 /* & */) {
+      const semi = text.indexOf(';', i + 2);
+      if (semi > 0 && semi - i <= 6) return true;
+    } else if (c === 43 /* + */) {
+      if (isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i + 1))) return true;
+    } else return true;
+  }
+  return false;
+}
 
 export const DECODE_ROUNDS = 3;
 
@@ -33,6 +62,10 @@ export interface DecodedView {
 /** Zero-width characters and the soft hyphen: invisible, dropped from the view. */
 function isInvisible(c: number): boolean {
   return c === 0xad || (c >= 0x200b && c <= 0x200d) || c === 0x2060 || c === 0xfeff;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
 }
 
 function hexValue(c: number): number {
@@ -100,6 +133,11 @@ function decodeOnce(text: string): { text: string; from: Int32Array; to: Int32Ar
         continue;
       }
     }
+    if (c === 43 /* + */ && isDigit(text.charCodeAt(i - 1)) && isDigit(text.charCodeAt(i + 1))) {
+      put(32, i, i + 1, FORM_PLUS);
+      i++;
+      continue;
+    }
     if (c === 92 /* \ */ && text.charCodeAt(i + 1) === 117 /* u */ && text.charCodeAt(i + 2) === 48 && text.charCodeAt(i + 3) === 48) {
       const h = hexValue(text.charCodeAt(i + 4));
       const l = hexValue(text.charCodeAt(i + 5));
@@ -136,7 +174,7 @@ function decodeOnce(text: string): { text: string; from: Int32Array; to: Int32Ar
 
 /** The decoded view of `text`, or undefined when it holds no encoding (the common case: no allocation). */
 export function decodedView(text: string): DecodedView | undefined {
-  if (!ENCODED.test(text)) return undefined;
+  if (!hasEncoding(text)) return undefined;
   let view: DecodedView | undefined;
   let current = text;
   for (let round = 0; round < DECODE_ROUNDS; round++) {
@@ -154,7 +192,7 @@ export function decodedView(text: string): DecodedView | undefined {
       view = { text: once.text, from, to };
     }
     current = once.text;
-    if (!ENCODED.test(current)) break;
+    if (!hasEncoding(current)) break;
   }
   return view;
 }
@@ -172,7 +210,7 @@ export interface ValueEncoding {
 }
 
 export function valueEncoding(value: string, depth = DECODE_ROUNDS): ValueEncoding | undefined {
-  if (depth === 0 || !ENCODED.test(value)) return undefined;
+  if (depth === 0 || !hasEncoding(value)) return undefined;
   const once = decodeOnce(value);
   if (once === undefined) return undefined;
   // Encoded twice (`jane%2540example.com`): decode the rest first, encode back in reverse order.
@@ -228,6 +266,8 @@ function encodeChar(c: number, how: number, original: string): string {
       const hex = c.toString(16).padStart(4, '0');
       return `\\u${original.slice(2) === original.slice(2).toLowerCase() ? hex : hex.toUpperCase()}`;
     }
+    case FORM_PLUS:
+      return c === 32 ? '+' : ch;
     case DECIMAL_REF:
       return `&#${c};`;
     case HEX_REF:

@@ -24,6 +24,7 @@ describe('detection through encodings', () => {
       ['%2B14155550132', 'phone'],
     ]);
     assert.deepEqual(found('next=%2Fu%3Fe%3Djane%2540example.com'), [['jane%2540example.com', 'email']], 'encoded twice');
+    assert.deepEqual(found('card=4111+1111+1111+1111&x=1+2'), [['4111+1111+1111+1111', 'card']], "a form's + for a space");
     assert.deepEqual(found('{\\"email\\":\\"jane\\u0040example.com\\"}'), [['jane\\u0040example.com', 'email']]);
     assert.deepEqual(found('<e>jane&#64;example.com</e> <c>&#x34;111111111111111</c>'), [
       ['jane&#64;example.com', 'email'],
@@ -64,6 +65,7 @@ describe('protection in place in the original encoding (engine)', () => {
     'next=%2Fu%3Fe%3Djane%2540example.com',
     '{\\"email\\":\\"jane\\u0040example.com\\"}',
     '<e>jane&#64;example.com</e>',
+    'email=jane%40example.com&card=4111+1111+1111+1111',
   ];
 
   it('Mask hides the value and keeps the encoding', () => {
