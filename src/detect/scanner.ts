@@ -24,10 +24,14 @@ export interface ScannerOptions {
    * region-free rules of phone.ts only.
    */
   readonly phoneRegions?: readonly string[];
+  /** Whole values that are base64 text are decoded and protected inside (manifest `detect.base64`). */
+  readonly base64?: boolean;
 }
 
 export class ContentScanner {
   readonly kinds: ReadonlySet<DetectKind>;
+  /** Read whole values that are base64 text (base64.ts); the scanner itself only reads text. */
+  readonly base64: boolean;
   private readonly digits: DigitKinds;
   private readonly anyDigits: boolean;
   private readonly email: boolean;
@@ -40,6 +44,7 @@ export class ContentScanner {
 
   constructor(kinds: Iterable<DetectKind>, options: ScannerOptions = {}) {
     this.kinds = new Set(kinds);
+    this.base64 = options.base64 === true;
     const has = (k: DetectKind) => this.kinds.has(k);
     const regions = options.phoneRegions !== undefined && options.phoneRegions.length > 0 ? new PhoneRegions(options.phoneRegions) : undefined;
     this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress'), regions };

@@ -14,6 +14,7 @@ import type { ContentScanner } from '../detect/scanner.ts';
 import type { DetectKind, DetectedSpan } from '../detect/kinds.ts';
 import { findTokens } from '../detect/tokens.ts';
 import { valueEncoding } from '../detect/decode.ts';
+import { base64Text } from '../detect/base64.ts';
 import { WITHHELD } from '../core/safe-name.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import type { RunState } from './bind.ts';
@@ -109,6 +110,12 @@ export class ContentFieldAction implements FieldAction {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
+      // `detect.base64`: a value that is base64 text is protected inside and written back encoded.
+      const inner = this.scanner.base64 ? base64Text(value) : undefined;
+      if (inner !== undefined) {
+        const out = this.protect(inner.text);
+        return typeof out === 'string' ? inner.encode(out) : out;
+      }
       return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;

@@ -87,18 +87,18 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
     byName,
     byPath,
     jobTypes,
-    detection: def.detect ? compileDetection(byKind, def.detect.inText, def.detect.phoneRegions ?? []) : undefined,
+    detection: def.detect ? compileDetection(byKind, def.detect.inText, def.detect.phoneRegions ?? [], def.detect.base64 === true) : undefined,
     warnings: def.warnings ?? [],
     explain: () => explainManifest(manifest),
   };
   return Object.freeze(manifest);
 }
 
-function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText: boolean, phoneRegions: readonly string[]): CompiledDetection {
+function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText: boolean, phoneRegions: readonly string[], base64: boolean): CompiledDetection {
   const scanners = new Map<ForwardJobType, ContentScanner>();
   for (const job of FORWARD_JOB_TYPES) {
     const kinds = [...byKind].filter(([, field]) => field.rules.has(job)).map(([kind]) => kind);
-    if (kinds.length > 0) scanners.set(job, new ContentScanner(kinds, { phoneRegions }));
+    if (kinds.length > 0) scanners.set(job, new ContentScanner(kinds, { phoneRegions, base64 }));
   }
   return Object.freeze({ byKind, inText, phoneRegions, scanners });
 }
@@ -175,6 +175,7 @@ function explainManifest(m: CompiledManifest): string[] {
   if (m.detection) {
     lines.push(`  detect ${[...m.detection.byKind.keys()].join(', ')} in unclaimed fields (${m.detection.inText ? 'whole values and inside text' : 'whole values only'})`);
     if (m.detection.phoneRegions.length > 0) lines.push(`  national phone writings of ${m.detection.phoneRegions.join(', ')}`);
+    if ([...m.detection.scanners.values()].some((s) => s.base64)) lines.push('  whole values that are base64 text are read decoded');
   }
   for (const f of m.fields) {
     lines.push(`  ${f.selectorText}`);

@@ -67,6 +67,8 @@ export interface DetectDef {
    * libphonenumber's numbering plans; empty (the default): NANP and international writings only.
    */
   readonly phoneRegions?: readonly string[];
+  /** Whole values that are base64 text are decoded and protected inside, then re-encoded (default false). */
+  readonly base64?: boolean;
   readonly line?: number;
 }
 

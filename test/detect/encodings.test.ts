@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { ContentScanner } from '../../src/detect/scanner.ts';
 import { DETECT_KINDS } from '../../src/detect/kinds.ts';
 import { decodedView, valueEncoding } from '../../src/detect/decode.ts';
-import { testEngine, job } from '../helpers/engine.ts';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testEngine, job, DEFAULT_MANIFESTS } from '../helpers/engine.ts';
 import type { JobType } from '../../src/core/types.ts';
 
 const scanner = new ContentScanner(DETECT_KINDS);
@@ -81,6 +84,36 @@ describe('protection in place in the original encoding (engine)', () => {
         assert.notEqual(out.notes, text, `${forward} changed ${text}`);
         assert.equal(doc(reverse, out).notes, text, `${forward} -> ${reverse}: ${text} via ${out.notes}`);
       }
+    }
+  });
+});
+
+describe('base64 text, where the manifest says so (detect.base64)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-b64-'));
+  const customer = readFileSync(join(DEFAULT_MANIFESTS, 'customer.yaml'), 'utf8');
+  assert.ok(customer.includes('  kinds: [card, email, phone, iban, ssn, ipAddress]\n'));
+  writeFileSync(join(dir, 'customer.yaml'), customer.replace('  kinds: [card, email, phone, iban, ssn, ipAddress]\n', '  kinds: [card, email, phone, iban, ssn, ipAddress]\n  base64: true\n'));
+  const withB64 = testEngine(dir);
+  const plain = testEngine();
+  const doc = (engine: ReturnType<typeof testEngine>, jobType: JobType, data: unknown) => engine.protectDocument(job('customer', jobType, {}, 'JSON'), structuredClone(data)).dataSet as any;
+  const b64 = (s: string, url = false) => Buffer.from(s).toString(url ? 'base64url' : 'base64');
+  const message = { message: { data: b64(JSON.stringify({ email: 'jane@example.com', card: '4111 1111 1111 1111', note: 'hi' })), attributes: { trace: b64('call 415-555-0132', true) } } };
+
+  it('protects inside base64 text and writes it back encoded; only where the manifest says so', () => {
+    const masked = doc(withB64, 'Mask', message);
+    const inner = Buffer.from(masked.message.data, 'base64').toString();
+    assert.deepEqual(JSON.parse(inner), { email: 'j***@example.com', card: '**** **** **** 1111', note: 'hi' });
+    assert.equal(Buffer.from(masked.message.attributes.trace, 'base64url').toString(), 'call ***-***-0132');
+    assert.deepEqual(doc(plain, 'Mask', message), message, 'off by default: base64 is left as it is');
+    assert.deepEqual(doc(withB64, 'Mask', { id: 'dXNlcm5hbWUx', other: 'abcdefghijklmnop' }), { id: 'dXNlcm5hbWUx', other: 'abcdefghijklmnop' }, 'base64 of text without values, and ids, unchanged');
+  });
+
+  it('Pseudonymise -> Reconstruct and Encrypt -> Decrypt are exact', () => {
+    for (const [forward, reverse] of [['Pseudonymise', 'Reconstruct'], ['Encrypt', 'Decrypt']] as const) {
+      const out = doc(withB64, forward, message);
+      assert.notEqual(out.message.data, message.message.data);
+      assert.ok(!Buffer.from(out.message.data, 'base64').toString().includes('jane@example.com'));
+      assert.deepEqual(doc(withB64, reverse, out), message, `${forward} -> ${reverse}`);
     }
   });
 });

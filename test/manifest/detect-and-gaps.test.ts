@@ -35,6 +35,15 @@ describe('manifest detect: and kind:', () => {
     const { manifest, problems: p } = parse(`name: m\ndetect: { kinds: [card], inText: false }\nfields:\n${CARD_FIELD}`);
     assert.deepEqual(p, []);
     assert.equal(compileManifest(manifest!).detection!.inText, false);
+    assert.equal(compileManifest(manifest!).detection!.scanners.get('Mask')!.base64, false, 'base64 is off by default');
+  });
+
+  it('base64: true reads whole values that are base64 text', () => {
+    const { manifest, problems: p } = parse(`name: m\ndetect: { kinds: [card], base64: true }\nfields:\n${CARD_FIELD}`);
+    assert.deepEqual(p, []);
+    const plan = compileManifest(manifest!);
+    assert.equal(plan.detection!.scanners.get('Mask')!.base64, true);
+    assert.ok(plan.explain().join('\n').includes('base64 text'));
   });
 
   it('phoneRegions: national phone writings of the listed regions are detected (issue 17)', () => {
