@@ -10,6 +10,7 @@ import { ipv6Around } from './ip.ts';
 import { scanDigitRun, type DigitKinds } from './digit-runs.ts';
 import { PhoneRegions } from './phone-regions.ts';
 import { decodedView } from './decode.ts';
+import { isSsnDigits } from './ssn.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 
 const AT = 64;
@@ -123,6 +124,15 @@ export class ContentScanner {
       trigger.lastIndex = next;
     }
     return out === undefined || out.length === 0 ? NOTHING : out;
+  }
+
+  /**
+   * The value, as a whole, is a value of `kind` — or, for an SSN, nine bare digits that are one:
+   * a kind detected there from its context word (`SSN 123456789`), which the value alone lacks.
+   */
+  isWhole(text: string, kind: DetectKind): boolean {
+    if (this.wholeKind(text) === kind) return true;
+    return kind === 'ssn' && text.length === 9 && /^[0-9]{9}$/.test(text) && isSsnDigits(text);
   }
 
   /** The kind of a value that is, as a whole, one detected value; undefined otherwise. */

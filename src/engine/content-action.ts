@@ -258,7 +258,8 @@ export class ContentFieldAction implements FieldAction {
     let out = step(value);
     for (let i = 0; i < MAX_WALK; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if ((typeof out === 'string' || typeof out === 'number') && this.kindOf(out) === kind) return out;
+      if (typeof out === 'number' && this.kindOf(out) === kind) return out;
+      if (typeof out === 'string' && this.scanner.isWhole(out, kind)) return out;
       out = step(out);
     }
     throw new ValueError(NOT_DETECTABLE);
