@@ -1,7 +1,10 @@
 // Payment card numbers: a brand's issuer prefix (IIN) and one of that brand's lengths, and the Luhn
 // check. The table is narrow on purpose: a Luhn-valid order number of the wrong length or prefix is
 // not a card. Sources: ISO/IEC 7812 brand ranges as published by the schemes (Visa, Mastercard incl.
-// the 2-series, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy).
+// the 2-series, Amex, Discover, JCB, Diners, UnionPay, Maestro, Mir, RuPay, Verve, Troy, UATP,
+// Dankort), as listed in the IIN table of Wikipedia's "Payment card number" article (2026-11). Visa's 13-digit numbers are no longer issued
+// and a 13-digit `4…` is far more often an EAN-13 barcode (GS1 prefixes 400-440 are Germany's), so
+// Visa is 16 and 19 digits here.
 
 interface Brand {
   /** Inclusive prefix ranges, as strings of equal length (`['2221', '2720']`). */
@@ -13,7 +16,7 @@ const range = (from: string, to = from): readonly [string, string] => [from, to]
 const span = (min: number, max: number): number[] => Array.from({ length: max - min + 1 }, (_, i) => min + i);
 
 const BRANDS: readonly Brand[] = [
-  { ranges: [range('4')], lengths: [13, 16, 19] }, // Visa
+  { ranges: [range('4')], lengths: [16, 19] }, // Visa
   { ranges: [range('51', '55'), range('2221', '2720')], lengths: [16] }, // Mastercard
   { ranges: [range('34'), range('37')], lengths: [15] }, // American Express
   { ranges: [range('6011'), range('644', '649'), range('65')], lengths: span(16, 19) }, // Discover
@@ -25,6 +28,8 @@ const BRANDS: readonly Brand[] = [
   { ranges: [range('60'), range('81', '82'), range('508')], lengths: [16] }, // RuPay
   { ranges: [range('506099', '506198'), range('650002', '650027')], lengths: span(16, 19) }, // Verve
   { ranges: [range('9792')], lengths: [16] }, // Troy
+  { ranges: [range('1')], lengths: [15] }, // UATP (airline cards)
+  { ranges: [range('5019'), range('4571')], lengths: [16] }, // Dankort (and Visa/Dankort)
 ];
 
 /** Shortest and longest card numbers of any brand. */
@@ -83,4 +88,17 @@ export function luhnValid(digits: string): boolean {
 /** A card number's digits: a brand prefix valid for its length, and the Luhn check. */
 export function isCardDigits(digits: string): boolean {
   return digits.length >= CARD_MIN_DIGITS && digits.length <= CARD_MAX_DIGITS && hasCardPrefix(digits) && luhnValid(digits);
+}
+
+/**
+ * A GTIN (EAN-13 or UPC-A, 12-13 digits) check digit: weights 3 and 1 from the right. A number of
+ * that length written as one group that passes it is taken as a barcode, not a card (the card
+ * lengths 12-13 are only Maestro's, rare and shrinking).
+ */
+export function isGtinDigits(text: string, start: number, end: number): boolean {
+  const n = end - start;
+  if (n !== 12 && n !== 13) return false;
+  let sum = 0;
+  for (let i = end - 2, w = 3; i >= start; i--, w = 4 - w) sum += (text.charCodeAt(i) - 48) * w;
+  return (10 - (sum % 10)) % 10 === text.charCodeAt(end - 1) - 48;
 }

@@ -11,11 +11,14 @@
 // against the few groupings its kinds allow (a card starts with a group of 4 or of 12-19 digits, an
 // SSN is 3-2-4…), so a run of hostile groups (`1 1 1 …`, `4 4 4 …`) costs a few comparisons per group.
 
-import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, CARD_PREFIX_DIGITS, hasCardPrefixFor } from './card.ts';
-import { CLASS, DIGIT, WORD, classAt, isGroupDash, isGroupSpace } from './chars.ts';
+import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, CARD_PREFIX_DIGITS, hasCardPrefixFor, isGtinDigits } from './card.ts';
+import { CLASS, DIGIT, UPPER, WORD, classAt, isGroupDash, isGroupSpace } from './chars.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 import { E164_MAX_DIGITS, E164_MIN_DIGITS, isNanpDigits, startsCountryCode } from './phone.ts';
-import { isSsnDigits } from './ssn.ts';
+import { internationalValid, type PhoneRegions } from './phone-regions.ts';
+import { bareNumberRefused } from './context.ts';
+import { isSsnDigits, ssnContextBefore } from './ssn.ts';
+import { prefixLengthEnd } from './ip.ts';
 
 const SPACE = 1;
 const DASH = 2;
@@ -27,6 +30,8 @@ const BRACKET = 4;
 const MAX_SPAN_DIGITS = 19;
 /** Groups a start needs in view to be classified: the longest value (19 groups) and one separator after it. */
 const LOOKAHEAD = MAX_SPAN_DIGITS + 1;
+/** The fewest digits of an international number (country code included) whose plan says it is valid. */
+const SHORT_INTERNATIONAL_DIGITS = 6;
 /** Groups held before the window slides. */
 const WINDOW = 64;
 
@@ -36,6 +41,8 @@ export interface DigitKinds {
   readonly ssn: boolean;
   readonly phone: boolean;
   readonly ipv4: boolean;
+  /** National numbering plans to read national phone writings with; undefined: the region-free rules. */
+  readonly regions?: PhoneRegions;
 }
 
 /** Reused between calls: the groups of the run being read (a window of it, for long runs). */
@@ -57,6 +64,8 @@ class Run {
   plus = false;
   /** Where the run's text starts: `+` or `(`, else group 0. */
   textStart = 0;
+  /** The run follows a dash glued to a word (`ORD-2026…`). */
+  afterWordDash = false;
   count = 0;
 
   reset(): void {
@@ -102,6 +111,7 @@ class Run {
     this.luhnOdd.copyWithin(0, n, this.count);
     this.count = Math.max(0, this.count - n);
     this.plus = false;
+    this.afterWordDash = false;
   }
 }
 
@@ -111,6 +121,10 @@ const LUHN_DOUBLE = [0, 2, 4, 6, 8, 1, 3, 5, 7, 9];
 const LUHN_UNKNOWN = 0xffff;
 
 const run = new Run();
+/** The national numbering plans of the scan under way (set by scanDigitRun). */
+let regions: PhoneRegions | undefined;
+/** The last group of the value classifyRun took last in this run, -1 for none. */
+let lastValueEnd = -1;
 
 function isDigit(text: string, i: number): boolean {
   const c = text.charCodeAt(i);
@@ -139,6 +153,7 @@ function separatorOf(c: number): number {
  */
 export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: DetectedSpan[]): number {
   run.reset();
+  regions = kinds.regions;
   let textStart = i;
   let openBracket = false;
   const before = text.charCodeAt(i - 1);
@@ -154,6 +169,7 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
     return skipWordRun(text, i);
   }
   run.textStart = textStart;
+  run.afterWordDash = isGroupDash(text.charCodeAt(textStart - 1)) && (classAt(text, textStart - 2) & WORD) !== 0;
   let slid = false;
   let sep = 0;
   let at = i;
@@ -201,8 +217,8 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
     if (nextStart < 0) break;
     at = nextStart;
   }
-  const last = run.count - 1;
-  let resume = run.bracketed[last] ? run.end[last] + 1 : run.end[last];
+  const lastGroup = run.count - 1;
+  let resume = run.bracketed[lastGroup] ? run.end[lastGroup] + 1 : run.end[lastGroup];
   // A last group glued to a word (`… 0132 5pm`, `4111…abc`) is not part of any value.
   if (classAt(text, resume) & WORD) {
     resume = skipWordRun(text, resume);
@@ -211,7 +227,20 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
   }
   // Too few digits for any kind (an IPv4 address has four groups, everything else 9+ digits).
   if (!slid && !run.plus && run.count < 4 && run.end[run.count - 1] - run.start[0] < 9) return resume;
+  // The rest of an IBAN-like code (`FO90 0073 8507 0140 92` with a wrong check) or an ISBN
+  // (`0-307-00982-3`): no value is read in it.
+  if (!slid && (continuesCode(text, run.textStart) || isIsbnRun(text))) return resume;
+  const found = out.length;
   classifyRun(text, kinds, out, run.count);
+  // `192.168.1.0/24`: a prefix length after an address is part of it (it would stay in clear).
+  const last = out.length > found ? out[out.length - 1] : undefined;
+  if (last !== undefined && last.kind === 'ipAddress' && last.end === resume) {
+    const end = prefixLengthEnd(text, resume, 32);
+    if (end > resume) {
+      out[out.length - 1] = { start: last.start, end, kind: 'ipAddress' };
+      resume = end;
+    }
+  }
   return resume;
 }
 
@@ -236,20 +265,24 @@ function skipWordRun(text: string, i: number): number {
  */
 function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit: number): number {
   let a = 0;
+  lastValueEnd = -1;
   while (a < limit) {
     // A value starting inside the run must follow a space or a bracket: after a dot it is the tail
     // of a decimal or a version (`3.14159…`), after a dash the tail of something else
     // (`4341-0066 9014-9015`) — except a card not itself written with dashes (`12-4111111111111111`):
     // its issuer prefix, length and Luhn check are evidence enough.
-    const sep = run.sep[a];
+    // A run glued by a dash to a word (`ORD-2026-967273`) is the tail of an id: as after a dash.
+    const sep = a === 0 && run.afterWordDash ? DASH : run.sep[a];
     let b = -1;
     let kind: DetectKind = 'card';
     if (cannotStart(text, a)) {
       // the common case in digit-heavy text: nothing of any kind starts with this group
+    } else if (insideFours(a)) {
+      // the middle of a long number written in fours (a tracking number): nothing starts here
     } else if (sep === DOT) {
       // nothing starts here
-    } else if (sep === DASH) {
-      if (kinds.card) b = cardAt(text, a, true);
+    } else if (sep === DASH || isIsoDate(text, a)) {
+      if (kinds.card) b = cardAt(text, a, sep === DASH);
     } else {
       if (kinds.card) b = cardAt(text, a, false);
       if (b < 0 && kinds.ssn && (b = ssnAt(text, a)) >= 0) kind = 'ssn';
@@ -264,6 +297,7 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit
     const start = a === 0 && run.plus ? run.textStart : run.bracketed[a] && b > a ? run.start[a] - 1 : run.start[a];
     const end = run.bracketed[b] && b > a ? run.end[b] + 1 : run.end[b];
     out.push({ start, end, kind });
+    lastValueEnd = b;
     a = b + 1;
   }
   return a;
@@ -280,7 +314,21 @@ function cannotStart(text: string, a: number): boolean {
   if (a === 0 && run.plus) return false;
   if (a + 1 < run.count && run.sep[a + 1] === DOT) return false;
   const c = text.charCodeAt(run.start[a]);
+  // National writings: `8 (912) 345-67-89`, `(11) 96123-4567`.
+  if (regions !== undefined && (s === 1 ? a + 1 < run.count && run.bracketed[a + 1] === 1 : run.bracketed[a] === 1)) return false;
   return s === 1 ? c !== 49 /* 1 */ || a + 1 >= run.count || size(a + 1) !== 3 : c !== 48; /* 0 */
+}
+
+/** Group a follows two groups of four (with the same separator) that no value took. */
+function insideFours(a: number): boolean {
+  return a >= 1 && lastValueEnd < a - 1 && size(a - 1) === 4 && size(a) === 4 && a + 1 < run.count && run.sep[a + 1] === run.sep[a] && run.bracketed[a - 1] === 0;
+}
+
+/** Groups a.. are an ISO date (`2026-03-16`): nothing but a card starts there. */
+function isIsoDate(text: string, a: number): boolean {
+  if (a + 2 >= run.count || size(a) !== 4 || size(a + 1) !== 2 || size(a + 2) !== 2 || run.sep[a + 1] !== DASH || run.sep[a + 2] !== DASH) return false;
+  const year = digitsAfter(text, a, 0, 4);
+  return year >= 1900 && year <= 2099;
 }
 
 function size(k: number): number {
@@ -338,7 +386,7 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   if (a === 0 && run.plus) return -1;
   const first = size(a);
   if (first >= CARD_MIN_DIGITS) {
-    if (first > CARD_MAX_DIGITS || endsBeforeDot(a)) return -1;
+    if (first > CARD_MAX_DIGITS || endsBeforeDot(a) || isGtinDigits(text, run.start[a], run.end[a])) return -1;
     return isCardNumber(text, a, a, first, leadingSix(text, a)) ? a : -1;
   }
   // Grouped: a group of four, then groups of four (the last 1-4 digits) or 6 then 5/4, one
@@ -346,8 +394,10 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   if (first !== 4 || run.bracketed[a] || a + 2 >= run.count) return -1;
   const sep = run.sep[a + 1];
   if ((sep !== SPACE && sep !== DASH) || (afterDash && sep === DASH)) return -1;
+  // Inside a longer number written in fours (a tracking number, an IBAN's digits): not a card.
+  if (a > 0 && run.sep[a] === sep && size(a - 1) === 4 && a - 1 !== lastValueEnd) return -1;
   const second = size(a + 1);
-  if (second !== 4 && second !== 6) return -1;
+  if (second !== 4 && second !== 6 && second !== 5) return -1;
   const head6 = leadingSix(text, a);
   // Groups of four after the first, with the same separator: fours = how many (at most 3 count).
   let fours = 0;
@@ -360,6 +410,8 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
     if (last > 4 || (b === a + 4 && last > 3) || length < CARD_MIN_DIGITS) continue;
     if (isCardNumber(text, a, b, length, head6)) return b;
   }
+  // 4-5-6: UATP.
+  if (second === 5) return sameGroupSeparator(a + 2, sep) && size(a + 2) === 6 && !endsBeforeDot(a + 2) && isCardNumber(text, a, a + 2, 15, head6) ? a + 2 : -1;
   if (second === 6 && sameGroupSeparator(a + 2, sep) && !endsBeforeDot(a + 2)) {
     const last = size(a + 2);
     if ((last === 5 || last === 4) && isCardNumber(text, a, a + 2, 10 + last, head6)) return a + 2;
@@ -398,13 +450,17 @@ function isCardNumber(text: string, a: number, b: number, length: number, head6:
   return sum % 10 === 0;
 }
 
-/** `ddd-dd-dddd` or `ddd dd dddd` starting at group a: its last group, or -1. */
+/** `ddd-dd-dddd`, `ddd dd dddd` or `ddd.dd.dddd` starting at group a (nine digits after a context word): its last group, or -1. */
 function ssnAt(text: string, a: number): number {
+  // Nine bare digits right after an SSN context word (`SSN 123456789`, `"ssn": "123456789"`).
+  if (a === 0 && size(a) === 9 && !run.plus && !run.bracketed[a] && !endsBeforeDot(a)) {
+    return ssnContextBefore(text, run.textStart) && isSsnDigits(digitsOf(text, a, a)) ? a : -1;
+  }
   const b = a + 2;
   if (b >= run.count || (a === 0 && run.plus) || size(a) !== 3 || size(a + 1) !== 2 || size(b) !== 4) return -1;
   if (hasBracket(a, b) || endsBeforeDot(b)) return -1;
   const sep = commonSeparator(a, b);
-  if (sep !== SPACE && sep !== DASH) return -1;
+  if (sep !== SPACE && sep !== DASH && sep !== DOT) return -1;
   return isSsnDigits(digitsOf(text, a, b)) ? b : -1;
 }
 
@@ -416,12 +472,61 @@ function phoneAt(text: string, a: number): number {
   if (c === 48 /* 0 */) {
     if (first < 2) return -1;
     // `00` and a country code; otherwise a trunk 0 and a national number.
-    return text.charCodeAt(run.start[a] + 1) === 48 ? internationalAt(text, a, 2) : trunkNationalAt(text, a);
+    if (text.charCodeAt(run.start[a] + 1) === 48) return internationalAt(text, a, 2);
+    return regions === undefined ? trunkNationalAt(text, a) : regionalAt(text, a);
   }
+  // A bare number: ten NANP digits (`4155550132`, `14155550132`), or a configured region's.
+  if (first >= 10 && (a + 1 >= run.count || run.sep[a + 1] !== DOT)) return bareAt(text, a) ? a : -1;
   // NANP: [1] area exchange line, in groups 3-3-4 (after a group `1`).
-  if (first === 1 && c === 49 /* 1 */ && a + 3 < run.count && size(a + 1) === 3) return nanpAt(text, a + 1);
-  if (first === 3) return nanpAt(text, a);
-  return -1;
+  let b = -1;
+  if (first === 1 && c === 49 /* 1 */ && a + 3 < run.count && size(a + 1) === 3) b = nanpAt(text, a + 1);
+  else if (first === 3) b = nanpAt(text, a);
+  return b < 0 && regions !== undefined ? regionalAt(text, a) : b;
+}
+
+/**
+ * One group of 10+ digits: a NANP number (ten digits, or eleven after a `1`) or a valid number of a
+ * configured region not starting with a trunk `0`, unless the word before says it is something
+ * else (`ISBN`, `order`, `#`…).
+ */
+function bareAt(text: string, a: number): boolean {
+  const first = size(a);
+  if (run.bracketed[a] === 0 && a > 0 && run.sep[a] !== SPACE) return false;
+  // A number in a path (`/items/4155550132`) is an id.
+  if (a === 0 && text.charCodeAt(run.textStart - 1) === 47 /* / */) return false;
+  const digits = digitsOf(text, a, a);
+  let ok = false;
+  if (first === 10) ok = isNanpDigits(digits);
+  else if (first === 11 && digits.charCodeAt(0) === 49) ok = isNanpDigits(digits.slice(1));
+  // Other regions' numbers as one bare group: eleven digits only (`13812345678`); ten are NANP's and
+  // epoch timestamps, twelve and thirteen tracking numbers and barcodes.
+  if (!ok && regions !== undefined && first === 11 && digits.charCodeAt(0) !== 48) ok = regions.nationalValid(digits);
+  return ok && !bareNumberRefused(text, a === 0 ? run.textStart : run.start[a]);
+}
+
+/**
+ * A national writing of a configured region: two to six groups (the first may be one digit before a
+ * bracketed area code, the others 2-8 digits), no dots, the digits a valid number of the region.
+ */
+function regionalAt(text: string, a: number): number {
+  const plans = regions!;
+  let digits = '';
+  let best = -1;
+  let sep = 0;
+  for (let b = a; b < run.count && b < a + 6; b++) {
+    const s = size(b);
+    if (s > 8 || (b > a && (s < 2 || run.sep[b] === DOT))) break;
+    // One separator throughout, brackets around a group aside (`8 (912) 345-67-89`).
+    if (b > a && run.sep[b] !== BRACKET) {
+      if (sep !== 0 && run.sep[b] !== sep) break;
+      sep = run.sep[b];
+    }
+    digits += text.slice(run.start[b], run.end[b]);
+    if (digits.length > plans.maxDigits) break;
+    if (b === a || digits.length < 7 || (run.bracketed[b] && b > a) || endsBeforeDot(b)) continue;
+    if (plans.nationalValid(digits)) best = b;
+  }
+  return best;
 }
 
 /**
@@ -442,14 +547,21 @@ function internationalAt(text: string, a: number, prefix: number): number {
       else allDots = false;
     }
     const national = digits - prefix;
-    if (national < E164_MIN_DIGITS || (prefix > 0 && b === a)) continue;
+    // Fewer than 8 digits: only a number valid in its country's plan (`+290 8912`, Saint Helena).
+    if (national < SHORT_INTERNATIONAL_DIGITS) continue;
+    const short = national < E164_MIN_DIGITS;
     if (!countryChecked) {
       // The country code is in the first digits after the prefix, whatever the grouping.
       if (!startsCountryCode(digitsAfter(text, a, prefix, 2))) return -1;
       countryChecked = true;
     }
     const mixesDots = anyDot && !(b > a && allDots);
-    if (!mixesDots && !endsBeforeDot(b)) best = b;
+    if (mixesDots || endsBeforeDot(b)) continue;
+    // `00` and the number as one group is weaker evidence than `+` (order numbers start with
+    // `00`): at most 13 digits after it, and a valid number of its country.
+    if (prefix > 0 && b === a && national > 13) continue;
+    if (((prefix > 0 && b === a) || short) && !internationalValid(digitsOf(text, a, b).slice(prefix))) continue;
+    best = b;
   }
   return best;
 }
@@ -496,4 +608,42 @@ function ipv4At(text: string, a: number): number {
     if (Number(text.slice(run.start[k], run.end[k])) > 255) return -1;
   }
   return b;
+}
+
+/**
+ * The run starts right after the groups of an IBAN-like code: `XX00` (two capitals, two digits) and
+ * groups of four letters or digits, each followed by the same one space or dash.
+ */
+function continuesCode(text: string, start: number): boolean {
+  const sep = text.charCodeAt(start - 1);
+  if (sep !== 32 && sep !== 45 && sep !== 0xa0) return false;
+  for (let end = start - 1, k = 0; k < 8 && end >= 4; k++, end -= 5) {
+    for (let i = end - 4; i < end; i++) if ((classAt(text, i) & (DIGIT | UPPER)) === 0) return false;
+    const at = end - 4;
+    if ((classAt(text, at) & UPPER) !== 0 && (classAt(text, at + 1) & UPPER) !== 0 && (classAt(text, at + 2) & DIGIT) !== 0 && (classAt(text, at + 3) & DIGIT) !== 0 && (classAt(text, at - 1) & WORD) === 0) return true;
+    if (text.charCodeAt(at - 1) !== sep) return false;
+  }
+  return false;
+}
+
+/** The whole run is an ISBN written with dashes or spaces (`978-0-306-40615-7`, `0-307-00982-3`) whose check digit holds. */
+function isIsbnRun(text: string): boolean {
+  // Group, publisher, title and a one-digit check (ISBN-13: a 978/979 prefix group first).
+  if (run.count < 4 || run.count > 5 || run.plus || size(run.count - 1) !== 1) return false;
+  const sep = run.sep[1];
+  if (sep !== DASH && sep !== SPACE) return false;
+  for (let k = 2; k < run.count; k++) if (run.sep[k] !== sep) return false;
+  const digits = digitsOf(text, 0, run.count - 1);
+  if (digits.length === 13) {
+    if (!digits.startsWith('978') && !digits.startsWith('979')) return false;
+    let sum = 0;
+    for (let i = 0; i < 13; i++) sum += (digits.charCodeAt(i) - 48) * (i % 2 === 0 ? 1 : 3);
+    return sum % 10 === 0;
+  }
+  if (digits.length === 10) {
+    let sum = 0;
+    for (let i = 0; i < 10; i++) sum += (digits.charCodeAt(i) - 48) * (10 - i);
+    return sum % 11 === 0;
+  }
+  return false;
 }

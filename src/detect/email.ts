@@ -1,8 +1,10 @@
 // Email addresses in RFC 5321 shape: a dot-atom local part of 1-64 characters (in free text the
 // practical set letters, digits and . _ % + -; no leading, trailing or doubled dot), `@`, and a
 // domain of at least two labels (letters, digits, inner hyphens, 1-63 each, 253 in all) ending in an
-// alphabetic top-level label of two or more letters or an `xn--` label. Quoted local parts,
-// address literals (`[192.0.2.1]`) and non-ASCII addresses are not detected.
+// alphabetic top-level label of two or more letters or an `xn--` label. Domain labels may be
+// internationalised (IDN, `jane@bücher.de`, `info@пример.рф`: letters, marks and digits of any
+// script) as well as their `xn--` form. Quoted local parts, address literals (`[192.0.2.1]`) and
+// non-ASCII local parts are not detected.
 
 import { CLASS, DOMAIN, LOCAL, WORD, classAt } from './chars.ts';
 
@@ -30,7 +32,7 @@ export function emailAround(text: string, at: number): [number, number] | undefi
   let end = at + 1;
   while (end < n && end - at <= MAX_DOMAIN + 1) {
     const c = text.charCodeAt(end);
-    if (c >= 128 || (CLASS[c] & DOMAIN) === 0) break;
+    if (c >= 128 ? !isIdnChar(c) : (CLASS[c] & DOMAIN) === 0) break;
     end++;
   }
   while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45)) end--;
@@ -59,8 +61,19 @@ function topLevelValid(text: string, from: number, to: number): boolean {
   if (to - from >= 4 && text.slice(from, from + 4).toLowerCase() === 'xn--') return true;
   if (to - from < 2) return false;
   for (let i = from; i < to; i++) {
-    const c = text.charCodeAt(i) | 0x20;
-    if (c < 97 || c > 122) return false;
+    const c = text.charCodeAt(i);
+    if (c >= 128 ? !IDN_LETTER.test(text[i]) : (c | 0x20) < 97 || (c | 0x20) > 122) return false;
   }
   return true;
+}
+
+/** Letters and combining marks of any script: the characters of an internationalised domain label. */
+const IDN_LETTER = /^[\p{L}\p{M}]$/u;
+const IDN_CHAR = /^[\p{L}\p{M}\p{Nd}]$/u;
+
+/** A non-ASCII character that may stand in a domain label (IDNA: letters, marks, digits). */
+function isIdnChar(c: number): boolean {
+  // Typographic spaces, dashes and quotes end a domain; the test below is only for what remains.
+  if (c < 0xaa || (c >= 0x2000 && c <= 0x206f) || (c >= 0x3000 && c <= 0x303f) || (c >= 0xd800 && c <= 0xdfff) || c >= 0xfe30) return false;
+  return IDN_CHAR.test(String.fromCharCode(c));
 }

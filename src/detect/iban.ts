@@ -1,6 +1,7 @@
 // IBANs (ISO 13616): an upper-case country code from the IBAN registry, two check digits 02-98, a
 // BBAN of that country's length and character layout, and the mod-97 check. Written compact
-// (`DE89370400440532013000`) or in the print form of groups of four (`DE89 3704 0044 0532 0130 00`).
+// (`DE89370400440532013000`), in the print form of groups of four (`DE89 3704 0044 0532 0130 00`) or
+// in fours joined by dashes (`DE89-3704-0044-0532-0130-00`), one separator throughout.
 // The per-country lengths and layouts come from ibantools (the SWIFT registry as data).
 
 import { getCountrySpecifications } from 'ibantools';
@@ -50,10 +51,14 @@ export function isIbanCompact(compact: string): boolean {
   return ibanMod97(compact) === 1;
 }
 
+function isDigitOrUpper(c: number): boolean {
+  return c < 128 && (CLASS[c] & (DIGIT | UPPER)) !== 0;
+}
+
 /**
  * The end of an IBAN written at `start` (two upper-case letters, two digits, already checked by the
- * caller with a boundary before), or -1. Spaces (any isGroupSpace, e.g. no-break) are accepted
- * only between groups of four.
+ * caller with a boundary before), or -1. Spaces (any isGroupSpace, e.g. no-break) or dashes are
+ * accepted only between groups of four, one kind throughout.
  */
 export function ibanEndAt(text: string, start: number): number {
   const layout = LAYOUTS.get(text.slice(start, start + 2));
@@ -62,17 +67,21 @@ export function ibanEndAt(text: string, start: number): number {
   let compact = '';
   let i = start;
   let spaced: boolean | undefined;
+  /** The separator between groups: a space of any kind (1) or `-` (2), the same throughout. */
+  let separator = 0;
   while (i < n && compact.length < layout.length) {
     const c = text.charCodeAt(i);
-    if (compact.length > 0 && compact.length % 4 === 0 && isGroupSpace(c)) {
-      if (spaced === false) return -1;
+    const sep = isGroupSpace(c) ? 1 : c === 45 ? 2 : 0;
+    if (compact.length > 0 && compact.length % 4 === 0 && sep !== 0 && isDigitOrUpper(text.charCodeAt(i + 1))) {
+      if (spaced === false || (separator !== 0 && separator !== sep)) return -1;
       spaced = true;
+      separator = sep;
       i++;
       continue;
     }
     if (c >= 128 || (CLASS[c] & (DIGIT | UPPER)) === 0) return -1;
     if (compact.length % 4 === 0 && compact.length > 0 && spaced === undefined) spaced = false;
-    if (spaced === true && compact.length % 4 === 0 && !isGroupSpace(text.charCodeAt(i - 1))) return -1;
+    if (spaced === true && compact.length % 4 === 0 && !isGroupSpace(text.charCodeAt(i - 1)) && text.charCodeAt(i - 1) !== 45) return -1;
     compact += text[i];
     i++;
   }

@@ -8,6 +8,9 @@ import { emailAround } from './email.ts';
 import { ibanEndAt } from './iban.ts';
 import { ipv6Around } from './ip.ts';
 import { scanDigitRun, type DigitKinds } from './digit-runs.ts';
+import { PhoneRegions } from './phone-regions.ts';
+import { decodedView } from './decode.ts';
+import { isSsnDigits } from './ssn.ts';
 import type { DetectKind, DetectedSpan } from './kinds.ts';
 
 const AT = 64;
@@ -15,8 +18,21 @@ const COLON = 58;
 
 const NOTHING: readonly DetectedSpan[] = Object.freeze([]);
 
+export interface ScannerOptions {
+  /**
+   * Regions (ISO 3166 codes) whose national phone writings are detected, validated against
+   * libphonenumber's numbering plans (`DE`: `030 1234567`). Absent or empty: NANP numbers and the
+   * region-free rules of phone.ts only.
+   */
+  readonly phoneRegions?: readonly string[];
+  /** Whole values that are base64 text are decoded and protected inside (manifest `detect.base64`). */
+  readonly base64?: boolean;
+}
+
 export class ContentScanner {
   readonly kinds: ReadonlySet<DetectKind>;
+  /** Read whole values that are base64 text (base64.ts); the scanner itself only reads text. */
+  readonly base64: boolean;
   private readonly digits: DigitKinds;
   private readonly anyDigits: boolean;
   private readonly email: boolean;
@@ -27,10 +43,12 @@ export class ContentScanner {
   /** Spans of the digit run being read (emptied after each run that found any). */
   private readonly digitSpans: DetectedSpan[] = [];
 
-  constructor(kinds: Iterable<DetectKind>) {
+  constructor(kinds: Iterable<DetectKind>, options: ScannerOptions = {}) {
     this.kinds = new Set(kinds);
+    this.base64 = options.base64 === true;
     const has = (k: DetectKind) => this.kinds.has(k);
-    this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress') };
+    const regions = options.phoneRegions !== undefined && options.phoneRegions.length > 0 ? new PhoneRegions(options.phoneRegions) : undefined;
+    this.digits = { card: has('card'), ssn: has('ssn'), phone: has('phone'), ipv4: has('ipAddress'), regions };
     this.anyDigits = this.digits.card || this.digits.ssn || this.digits.phone || this.digits.ipv4;
     this.email = has('email');
     this.iban = has('iban');
@@ -40,8 +58,20 @@ export class ContentScanner {
     this.trigger = new RegExp(alternatives.length > 0 ? alternatives.join('|') : '(?!)', 'g');
   }
 
-  /** Every detected value in `text`, in order, never overlapping. */
+  /**
+   * Every detected value in `text`, in order, never overlapping. A text holding an encoding
+   * (fullwidth digits, zero-width characters, `%40`, `\u0040`, `&#64;`) is read decoded, and each
+   * span covers the original characters its value was written with (decode.ts).
+   */
   scan(text: string): readonly DetectedSpan[] {
+    const view = decodedView(text);
+    if (view === undefined) return this.scanText(text);
+    const found = this.scanText(view.text);
+    if (found.length === 0) return NOTHING;
+    return found.map((s) => ({ start: view.from[s.start], end: view.to[s.end - 1], kind: s.kind }));
+  }
+
+  private scanText(text: string): readonly DetectedSpan[] {
     const n = text.length;
     if (n < 4) return NOTHING;
     // The regex engine skips to the next character that can start a value far faster than a
@@ -49,6 +79,8 @@ export class ContentScanner {
     const trigger = this.trigger;
     trigger.lastIndex = 0;
     let out: DetectedSpan[] | undefined;
+    /** The end of the last stretch of address characters that held no IPv6 address: its colons start none. */
+    let ipv6Checked = -1;
     // test() rather than exec(): no match object per hit. Every alternative matches one character.
     while (trigger.test(text)) {
       const i = trigger.lastIndex - 1;
@@ -70,10 +102,17 @@ export class ContentScanner {
           next = found[1];
         }
       } else if (c === COLON) {
-        if (isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
+        if (i >= ipv6Checked && isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
           const [start, end, isAddress] = ipv6Around(text, i);
-          if (isAddress) out = replaceOverlapped(out, start, end, 'ipAddress');
-          next = end;
+          if (isAddress) {
+            out = replaceOverlapped(out, start, end, 'ipAddress');
+            next = end;
+          } else {
+            // Not an address, but what follows the colon may be another value (`Card:4111…`,
+            // `Node:10.0.0.1`): scanning goes on right after it, and the stretch's other colons are
+            // not checked again (each character is still read a bounded number of times).
+            ipv6Checked = end;
+          }
         }
       } else if (boundaryBefore(text, i)) {
         const end = ibanEndAt(text, i);
@@ -85,6 +124,15 @@ export class ContentScanner {
       trigger.lastIndex = next;
     }
     return out === undefined || out.length === 0 ? NOTHING : out;
+  }
+
+  /**
+   * The value, as a whole, is a value of `kind` — or, for an SSN, nine bare digits that are one:
+   * a kind detected there from its context word (`SSN 123456789`), which the value alone lacks.
+   */
+  isWhole(text: string, kind: DetectKind): boolean {
+    if (this.wholeKind(text) === kind) return true;
+    return kind === 'ssn' && text.length === 9 && /^[0-9]{9}$/.test(text) && isSsnDigits(text);
   }
 
   /** The kind of a value that is, as a whole, one detected value; undefined otherwise. */

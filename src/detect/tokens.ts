@@ -20,7 +20,14 @@ export function findTokens(text: string): [number, number][] {
     let end = start + PREFIX.length;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
     while (end > start + PREFIX.length && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 58)) end--;
-    if (boundaryBefore(text, start) && end > start + PREFIX.length) out.push([start, end]);
+    if ((boundaryBefore(text, start) || afterEscape(text, start)) && end > start + PREFIX.length) out.push([start, end]);
     from = end;
   }
+}
+
+/** `%3D` or `\u003d` just before: a token written into percent-encoded or escaped text. */
+function afterEscape(text: string, start: number): boolean {
+  const isHex = (i: number) => /[0-9A-Fa-f]/.test(text.charAt(i));
+  if (text.charCodeAt(start - 3) === 37 /* % */ && isHex(start - 2) && isHex(start - 1)) return true;
+  return text.startsWith('\\u', start - 6) && isHex(start - 4) && isHex(start - 3) && isHex(start - 2) && isHex(start - 1);
 }

@@ -13,6 +13,8 @@ import type { FieldAction } from '../formats/codec.ts';
 import type { ContentScanner } from '../detect/scanner.ts';
 import type { DetectKind, DetectedSpan } from '../detect/kinds.ts';
 import { findTokens } from '../detect/tokens.ts';
+import { valueEncoding } from '../detect/decode.ts';
+import { base64Text } from '../detect/base64.ts';
 import { WITHHELD } from '../core/safe-name.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import type { RunState } from './bind.ts';
@@ -108,6 +110,12 @@ export class ContentFieldAction implements FieldAction {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
+      // `detect.base64`: a value that is base64 text is protected inside and written back encoded.
+      const inner = this.scanner.base64 ? base64Text(value) : undefined;
+      if (inner !== undefined) {
+        const out = this.protect(inner.text);
+        return typeof out === 'string' ? inner.encode(out) : out;
+      }
       return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;
@@ -218,6 +226,14 @@ export class ContentFieldAction implements FieldAction {
   /** Applies the kind's rule to one detected value (a whole value or a span). */
   private one(kind: DetectKind, value: Scalar): Scalar {
     const bound = this.kinds.get(kind)!;
+    // A value written in an encoding (`４１１１…`, `jane%40example.com`): the rule sees it decoded,
+    // its result is written back the same way (src/detect/decode.ts). Encrypt (the one forward rule
+    // with an inverse) encrypts the value as written, so Decrypt gives back its exact spelling.
+    const encoding = typeof value === 'string' && !(this.mode === 'forward' && bound.technique.inverse) ? valueEncoding(value) : undefined;
+    if (encoding !== undefined) {
+      const out = this.one(kind, encoding.plain);
+      return typeof out === 'string' ? encoding.encode(out) : out;
+    }
     const t = bound.technique;
     let out: Scalar;
     try {
@@ -242,7 +258,8 @@ export class ContentFieldAction implements FieldAction {
     let out = step(value);
     for (let i = 0; i < MAX_WALK; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if ((typeof out === 'string' || typeof out === 'number') && this.kindOf(out) === kind) return out;
+      if (typeof out === 'number' && this.kindOf(out) === kind) return out;
+      if (typeof out === 'string' && this.scanner.isWhole(out, kind)) return out;
       out = step(out);
     }
     throw new ValueError(NOT_DETECTABLE);

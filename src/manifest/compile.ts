@@ -52,6 +52,8 @@ export interface CompiledDetection {
   readonly byKind: ReadonlyMap<DetectKind, CompiledField>;
   /** Also values inside longer text, not only whole values. */
   readonly inText: boolean;
+  /** `detect.phoneRegions`: regions whose national phone writings are detected. */
+  readonly phoneRegions: readonly string[];
   /** Per forward job type, a scanner for the kinds that have a rule for it (none: nothing to look for). */
   readonly scanners: ReadonlyMap<ForwardJobType, ContentScanner>;
 }
@@ -85,20 +87,20 @@ export function compileManifest(def: ManifestDef): CompiledManifest {
     byName,
     byPath,
     jobTypes,
-    detection: def.detect ? compileDetection(byKind, def.detect.inText) : undefined,
+    detection: def.detect ? compileDetection(byKind, def.detect.inText, def.detect.phoneRegions ?? [], def.detect.base64 === true) : undefined,
     warnings: def.warnings ?? [],
     explain: () => explainManifest(manifest),
   };
   return Object.freeze(manifest);
 }
 
-function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText: boolean): CompiledDetection {
+function compileDetection(byKind: ReadonlyMap<DetectKind, CompiledField>, inText: boolean, phoneRegions: readonly string[], base64: boolean): CompiledDetection {
   const scanners = new Map<ForwardJobType, ContentScanner>();
   for (const job of FORWARD_JOB_TYPES) {
     const kinds = [...byKind].filter(([, field]) => field.rules.has(job)).map(([kind]) => kind);
-    if (kinds.length > 0) scanners.set(job, new ContentScanner(kinds));
+    if (kinds.length > 0) scanners.set(job, new ContentScanner(kinds, { phoneRegions, base64 }));
   }
-  return Object.freeze({ byKind, inText, scanners });
+  return Object.freeze({ byKind, inText, phoneRegions, scanners });
 }
 
 function compileField(manifest: string, def: FieldDef): CompiledField {
@@ -172,6 +174,8 @@ function explainManifest(m: CompiledManifest): string[] {
   lines.push(`  job types: ${[...m.jobTypes].join(', ')}`);
   if (m.detection) {
     lines.push(`  detect ${[...m.detection.byKind.keys()].join(', ')} in unclaimed fields (${m.detection.inText ? 'whole values and inside text' : 'whole values only'})`);
+    if (m.detection.phoneRegions.length > 0) lines.push(`  national phone writings of ${m.detection.phoneRegions.join(', ')}`);
+    if ([...m.detection.scanners.values()].some((s) => s.base64)) lines.push('  whole values that are base64 text are read decoded');
   }
   for (const f of m.fields) {
     lines.push(`  ${f.selectorText}`);

@@ -62,6 +62,13 @@ export interface DetectDef {
   readonly kinds: readonly DetectKind[];
   /** Also values inside longer text (default true); false: whole values only. */
   readonly inText: boolean;
+  /**
+   * Regions whose national phone writings are detected (`DE`: `030 1234567`), validated against
+   * libphonenumber's numbering plans; empty (the default): NANP and international writings only.
+   */
+  readonly phoneRegions?: readonly string[];
+  /** Whole values that are base64 text are decoded and protected inside, then re-encoded (default false). */
+  readonly base64?: boolean;
   readonly line?: number;
 }
 

@@ -7,13 +7,14 @@ import { readYamlFile, parseYaml, type YamlValue, type ParsedYaml } from '../cor
 import { techniqueFor, techniques } from '../techniques/registry.ts';
 import { TechniqueOptionError } from '../techniques/technique.ts';
 import { DETECT_KINDS, parseDetectKind, type DetectKind } from '../detect/kinds.ts';
+import { unknownPhoneRegions } from '../detect/phone-regions.ts';
 import type { ConditionDef, DetectDef, FieldDef, ManifestDef, OverrideDef, RuleDef, RuleSet, SelectorDef } from './definition.ts';
 import { findGaps } from './gaps.ts';
 import { normalizeName } from './selectors.ts';
 
 const MANIFEST_KEYS = ['name', 'description', 'keyId', 'fields', 'strict', 'detect'] as const;
 const FIELD_KEYS = ['match', 'path', 'kind', 'keyName', 'when', ...FORWARD_JOB_TYPES] as const;
-const DETECT_KEYS = ['kinds', 'inText'] as const;
+const DETECT_KEYS = ['kinds', 'inText', 'phoneRegions', 'base64'] as const;
 /** The rule text that leaves a field in clear for a job type on purpose (no gap warning). */
 const KEEP = 'keep';
 const OVERRIDE_KEYS = ['if', ...FORWARD_JOB_TYPES] as const;
@@ -68,15 +69,19 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
   return { manifest: { name, description, keyId, fields, file, detect, strict, warnings: [...(strict === true ? [] : gaps), ...implicitKeyNameWarnings(fields, file)] }, problems: [] };
 }
 
-/** `detect: [card, email]` or `detect: { kinds: [...], inText: false }`. */
+/** `detect: [card, email]` or `detect: { kinds: [...], inText: false, phoneRegions: [DE, FR], base64: true }`. */
 function parseDetect(v: YamlValue): DetectDef | undefined {
   let kindsValue = v;
   let inText = true;
+  let phoneRegions: string[] = [];
+  let base64 = false;
   if (v.isMap()) {
     const d = v.fields(DETECT_KEYS);
     if (!d.kinds.present) return v.problem('needs `kinds`: the kinds to detect');
     kindsValue = d.kinds;
     if (d.inText.present) inText = d.inText.boolean() ?? true;
+    if (d.phoneRegions.present) phoneRegions = parsePhoneRegions(d.phoneRegions);
+    if (d.base64.present) base64 = d.base64.boolean() ?? false;
   } else if (!v.isSeq()) return v.problem(`must be a list of kinds (${DETECT_KINDS.join(', ')}) or a mapping with \`kinds\``);
   const kinds: DetectKind[] = [];
   for (const item of kindsValue.items()) {
@@ -86,7 +91,22 @@ function parseDetect(v: YamlValue): DetectDef | undefined {
     else kinds.push(kind);
   }
   if (kinds.length === 0 && kindsValue.isSeq()) return kindsValue.problem('must list at least one kind');
-  return { kinds, inText, line: v.line };
+  return { kinds, inText, phoneRegions, base64, line: v.line };
+}
+
+/** `phoneRegions: [DE, FR]`: ISO 3166 region codes libphonenumber-js knows, each once. */
+function parsePhoneRegions(v: YamlValue): string[] {
+  if (!v.isSeq()) return v.problem('must be a list of region codes (ISO 3166, e.g. [DE, FR, GB])') ?? [];
+  const out: string[] = [];
+  for (const item of v.items()) {
+    const text = item.string();
+    if (text === undefined) continue;
+    const region = text.toUpperCase();
+    if (unknownPhoneRegions([region]).length > 0) item.problem('unknown phone region (expected an ISO 3166 code such as DE, FR, GB)');
+    else if (out.includes(region)) item.problem(`${region} is listed twice`);
+    else out.push(region);
+  }
+  return out;
 }
 
 function readKind(v: YamlValue): DetectKind | undefined {

@@ -45,7 +45,7 @@ function cardPrefix(r: Rand): [string, number] {
   switch (int(r, 0, 8)) {
     case 0:
     case 1:
-      return ['4', pick(r, [16, 16, 16, 13, 19])];
+      return ['4', pick(r, [16, 16, 16, 19])];
     case 2:
       return [String(int(r, 51, 55)), 16];
     case 3:
@@ -111,7 +111,7 @@ function nanp(r: Rand): string {
 }
 
 function phone(r: Rand): string {
-  if (r() < 0.03) return nanp(r).replace(/\D/g, '').slice(-10); // out of scope: ten bare digits
+  if (r() < 0.03) return nanp(r).replace(/\D/g, '').slice(-10); // ten bare digits (detected since issue 17)
   switch (int(r, 0, 3)) {
     case 0:
     case 1:
@@ -191,7 +191,7 @@ const GENERATORS: Record<DetectKind, (r: Rand) => string> = {
 /** Near misses: things that look like a kind but are not one. */
 const DECOYS: readonly ((r: Rand) => string)[] = [
   // Luhn-valid, card length, but no issuer prefix (order numbers, account ids).
-  (r) => withLuhn(pick(r, ['1', '7', '0', '83', '99']) + digits(r, 13)),
+  (r) => withLuhn(pick(r, ['7', '0', '83', '99']) + digits(r, 13)),
   // Card prefix and length, Luhn wrong.
   (r) => {
     const c = withLuhn('4' + digits(r, 14));
@@ -227,7 +227,8 @@ const DECOYS: readonly ((r: Rand) => string)[] = [
   (r) => `${int(r, 2, 9)}${digits(r, 2)}-1${digits(r, 2)}-${digits(r, 4)}`,
   (r) => `${int(r, 10000, 99999)}-${digits(r, 4)}`,
   (r) => `+${pick(r, ['0', '28', '42', '80'])}${digits(r, 1)} ${digits(r, 3)}`,
-  (r) => digits(r, 10),
+  // Ten bare digits that are no NANP number (area code 0xx/1xx); NANP-valid ones are phones (issue 17).
+  (r) => `${int(r, 0, 1)}${digits(r, 9)}`,
   // Ids, hashes, tracking numbers, ISBNs, UUIDs, MAC addresses.
   (r) => `ORD${digits(r, 12)}`,
   (r) => `1Z${digits(r, 3)}AA${digits(r, 10)}`,

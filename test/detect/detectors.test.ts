@@ -24,7 +24,9 @@ const ACCEPTED: [DetectKind, string][] = [
   ['card', '3530111333300000'],
   ['card', '30569309025904'],
   ['card', '6200000000000005'],
-  ['card', '4222222222222'],
+  ['card', '1354 10014 004955'],
+  ['card', '135410014004955'],
+  ['card', '5019 7170 1010 3742'],
   ['email', 'jane.doe@example.com'],
   ['email', 'j.o-e_x+tag%1@sub.example.co.uk'],
   ['email', 'user@xn--bcher-kva.example'],
@@ -40,6 +42,8 @@ const ACCEPTED: [DetectKind, string][] = [
   ['phone', '1-415-555-0132'],
   ['phone', '020 7946 0958'],
   ['phone', '01 23 45 67 89'],
+  ['phone', '4155550132'],
+  ['phone', '14155550132'],
   ['iban', 'DE89370400440532013000'],
   ['iban', 'DE89 3704 0044 0532 0130 00'],
   ['iban', 'GB29NWBK60161331926819'],
@@ -61,6 +65,10 @@ const REFUSED: [string, string][] = [
   ['4111111111111112', 'Luhn fails'],
   ['1234567812345670', 'Luhn passes, no issuer prefix'],
   ['41111111111111113', 'Visa prefix, Luhn passes, 17 digits: no Visa length'],
+  ['4222222222222', '13-digit Visa: no longer issued, read as an EAN-13'],
+  ['4006381333931', 'an EAN-13 barcode'],
+  ['9400 4812 5884 4071 4339 37', 'a USPS tracking number written in fours'],
+  ['TR06 3807 3604 5040 9080 0504 30', 'the digits of an invalid IBAN'],
   ['4111-1111 1111-1111', 'mixed separators'],
   ['4111 11111111 1111', 'not grouped in fours'],
   ['ID4111111111111111', 'glued to a word'],
@@ -71,7 +79,10 @@ const REFUSED: [string, string][] = [
   ['jane@example.c', 'one-letter top-level label'],
   ['jane@-example.com', 'label starting with a hyphen'],
   ['jane@example.c0m', 'digit in the top-level label'],
-  ['4155550132', 'bare digits are never a phone'],
+  ['#4155550132', 'ten bare digits after `#`: an id'],
+  ['ISBN 2070612880', 'ten bare digits after ISBN'],
+  ['/items/4155550132', 'ten bare digits in a path'],
+  ['1234567890', 'ten bare digits, not NANP (area code 1xx)'],
   ['555-0132', 'seven digits'],
   ['123-456-7890', 'NANP area code starting with 1'],
   ['415-155-0132', 'NANP exchange starting with 1'],
@@ -159,6 +170,32 @@ describe('scanner', () => {
     assert.deepEqual(found('4155550132@sms.example.com'), [['4155550132@sms.example.com', 'email']]);
     assert.deepEqual(found('mail (jane@example.co.uk).'), [['jane@example.co.uk', 'email']]);
     assert.deepEqual(found('host 2001:db8::8a2e:370:7334 up'), [['2001:db8::8a2e:370:7334', 'ipAddress']]);
+  });
+
+  it('a value right after a colon and a key ending in a hex letter or digit (issue 17)', () => {
+    // The key and the colon looked like the start of an IPv6 address; the failed candidate must not
+    // swallow the value after it.
+    assert.deepEqual(found('Card:4111111111111111'), [['4111111111111111', 'card']]);
+    assert.deepEqual(found('Phone:415-555-0132'), [['415-555-0132', 'phone']]);
+    assert.deepEqual(found('Code:123-45-6789'), [['123-45-6789', 'ssn']]);
+    assert.deepEqual(found('Node:10.0.0.1'), [['10.0.0.1', 'ipAddress']]);
+    assert.deepEqual(found('case:DE89370400440532013000'), [['DE89370400440532013000', 'iban']]);
+    assert.deepEqual(found('Node:fe80::1 and id:2001:db8::1'), [['fe80::1', 'ipAddress'], ['2001:db8::1', 'ipAddress']]);
+    assert.deepEqual(found('Time:12:30:45 at:4111 1111 1111 1111'), [['4111 1111 1111 1111', 'card']]);
+    // Hostile: many colons, each stretch checked once.
+    assert.deepEqual(found('a1:'.repeat(20_000) + '4111111111111111'), [['4111111111111111', 'card']]);
+    assert.deepEqual(found('a1:'.repeat(20_000) + ' 4111111111111111'), [['4111111111111111', 'card']]);
+  });
+
+  it('a CIDR prefix length and an IPv6 zone id are part of the address', () => {
+    assert.deepEqual(found('net 192.168.1.0/24.'), [['192.168.1.0/24', 'ipAddress']]);
+    assert.deepEqual(found('2001:db8::/32, fe80::1%eth0 and [fe80::1%25en0]'), [
+      ['2001:db8::/32', 'ipAddress'],
+      ['fe80::1%eth0', 'ipAddress'],
+      ['fe80::1%25en0', 'ipAddress'],
+    ]);
+    // Not a prefix length: too large, more path after it, glued to a word.
+    assert.deepEqual(found('10.0.0.1/33 10.0.0.2/24/5 10.0.0.3/24x'), [['10.0.0.1', 'ipAddress'], ['10.0.0.2', 'ipAddress'], ['10.0.0.3', 'ipAddress']]);
   });
 
   it('looks only for its own kinds; text with nothing in it costs nothing', () => {

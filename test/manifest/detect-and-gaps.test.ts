@@ -35,6 +35,35 @@ describe('manifest detect: and kind:', () => {
     const { manifest, problems: p } = parse(`name: m\ndetect: { kinds: [card], inText: false }\nfields:\n${CARD_FIELD}`);
     assert.deepEqual(p, []);
     assert.equal(compileManifest(manifest!).detection!.inText, false);
+    assert.equal(compileManifest(manifest!).detection!.scanners.get('Mask')!.base64, false, 'base64 is off by default');
+  });
+
+  it('base64: true reads whole values that are base64 text', () => {
+    const { manifest, problems: p } = parse(`name: m\ndetect: { kinds: [card], base64: true }\nfields:\n${CARD_FIELD}`);
+    assert.deepEqual(p, []);
+    const plan = compileManifest(manifest!);
+    assert.equal(plan.detection!.scanners.get('Mask')!.base64, true);
+    assert.ok(plan.explain().join('\n').includes('base64 text'));
+  });
+
+  it('phoneRegions: national phone writings of the listed regions are detected (issue 17)', () => {
+    const PHONE_FIELD = '  - match: phone\n    kind: phone\n    Mask: { keepLast: 4 }\n    Encrypt: {}\n';
+    const { manifest, problems: p } = parse(`name: m\ndetect: { kinds: [phone], phoneRegions: [de, FR] }\nfields:\n${PHONE_FIELD}`);
+    assert.deepEqual(p, []);
+    const plan = compileManifest(manifest!);
+    assert.deepEqual(plan.detection!.phoneRegions, ['DE', 'FR']);
+    const scan = (text: string) => plan.detection!.scanners.get('Mask')!.scan(text).map((s) => text.slice(s.start, s.end));
+    // NANP numbers are always read (as before the option existed).
+    assert.deepEqual(scan('Tel: 030 901820 or 06 12 34 56 78, US 415-555-0132'), ['030 901820', '06 12 34 56 78', '415-555-0132']);
+    assert.ok(plan.explain().join('\n').includes('national phone writings of DE, FR'));
+    // Without the option: the region-free rules of docs/detection.md.
+    const { manifest: plain } = parse(`name: m\ndetect: [phone]\nfields:\n${PHONE_FIELD}`);
+    assert.deepEqual(compileManifest(plain!).detection!.phoneRegions, []);
+    assert.deepEqual(problems(`name: m\ndetect: { kinds: [phone], phoneRegions: [DE, XX, de] }\nfields:\n${PHONE_FIELD}`), [
+      '2: unknown phone region (expected an ISO 3166 code such as DE, FR, GB)',
+      '2: DE is listed twice',
+    ]);
+    assert.deepEqual(problems(`name: m\ndetect: { kinds: [phone], phoneRegions: DE }\nfields:\n${PHONE_FIELD}`), ['2: must be a list of region codes (ISO 3166, e.g. [DE, FR, GB])']);
   });
 
   it('reports unknown kinds, kinds without rules, rules for kinds not detected, duplicates', () => {

@@ -134,7 +134,9 @@ describe('Pseudonymise table', () => {
     [{ format: 'email' }, '@example.com', 'NOT_AN_EMAIL'],
     [{ format: 'email', shortValues: 'reject' }, 'j.doe@example.com', 'VALUE_TOO_SHORT_FOR_FPE'],
     [{ format: 'iban' }, 'DE88 3704 0044 0532 0130 00', 'INVALID_IBAN'],
-    [{ format: 'iban' }, 'DE89-3704-0044-0532-0130-00', 'INVALID_IBAN'],
+    // Dashes between print groups are accepted since issue 17 (detection reads them); other marks are not.
+    [{ format: 'iban' }, 'DE89_3704_0044_0532_0130_00', 'INVALID_IBAN'],
+    [{ format: 'iban' }, '-DE89-3704-0044-0532-0130-00', 'INVALID_IBAN'],
     // 99 ≡ 02, 01 ≡ 98, 00 ≡ 97 (mod 97): they pass the checksum, but ISO 13616 issues only 02-98.
     [{ format: 'iban' }, 'GB99WEST12345698760082', 'INVALID_IBAN'],
     [{ format: 'iban' }, 'GB01WEST12345698760003', 'INVALID_IBAN'],
@@ -156,6 +158,15 @@ describe('Pseudonymise table', () => {
       }
     });
   }
+
+  it('an IBAN written in fours with dashes keeps its dashes and comes back exactly (issue 17)', () => {
+    const bound = bindTechnique('Pseudonymise', { format: 'iban' });
+    const value = 'DE89-3704-0044-0532-0130-00';
+    const out = bound.forward(value) as string;
+    assert.notEqual(out, value);
+    assert.match(out, /^DE\d\d-\d{4}-\d{4}-\d{4}-\d{4}-\d\d$/);
+    assert.equal(bound.inverse!(out), value);
+  });
 
   it('IBAN check digits 02 and 98 are accepted; their out-of-range twins are not', () => {
     const bound = bindTechnique('Pseudonymise', { format: 'iban' });

@@ -28,13 +28,14 @@ function mod97(text: string): number {
 }
 
 /**
- * Spaces between the print groups: a plain space, or the no-break and typographic spaces text
- * detection also accepts there (docs/detection.md), so a detected IBAN can be pseudonymised.
+ * Separators between the print groups: a plain space, the no-break and typographic spaces text
+ * detection also accepts there, or a dash (`DE89-3704-…`, issue 17; docs/detection.md), so a
+ * detected IBAN can be pseudonymised.
  */
-const SPACES = /[ \u00a0\u2000-\u200a\u202f\u205f\u3000]/g;
+const SPACES = /[ \u00a0\u2000-\u200a\u202f\u205f\u3000-]/g;
 
 function isSpace(ch: string): boolean {
-  return ch === ' ' || (ch > '\u007f' && /^[\u00a0\u2000-\u200a\u202f\u205f\u3000]$/.test(ch));
+  return ch === ' ' || ch === '-' || (ch > '\u007f' && /^[\u00a0\u2000-\u200a\u202f\u205f\u3000]$/.test(ch));
 }
 
 /**

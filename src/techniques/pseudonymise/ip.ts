@@ -8,6 +8,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import type { Scalar } from '../../core/types.ts';
 import { compileFpe, SHORT_VALUE_POLICIES, UNSUPPORTED_TYPE, type FpeJob, type ShortValuePolicy } from './fpe-core.ts';
 import { OptionReader } from '../option-reader.ts';
+import { addressLength } from '../../detect/ip.ts';
 import { ValueError, type Technique } from '../technique.ts';
 
 export interface IpOptions {
@@ -57,6 +58,7 @@ class IpJob implements FpeJob {
     readonly radix: number,
     readonly tweak: Uint8Array,
     private readonly numerals: readonly number[],
+    private readonly suffix: string,
   ) {}
 
   get length(): number {
@@ -69,7 +71,7 @@ class IpJob implements FpeJob {
 
   render(out: Uint16Array, at: number): Scalar {
     const groups = out.subarray(at, at + this.numerals.length);
-    return this.radix === 256 ? Array.from(groups).join('.') : formatIpv6(groups);
+    return (this.radix === 256 ? Array.from(groups).join('.') : formatIpv6(groups)) + this.suffix;
   }
 }
 
@@ -90,9 +92,13 @@ export const fpeIpTechnique: Technique<IpOptions> = {
       {
         plan(value, tweaks) {
           if (typeof value !== 'string') throw new ValueError(UNSUPPORTED_TYPE);
+          // A zone id or prefix length written after the address (detection includes it) is kept.
+          const cut = addressLength(value);
+          const suffix = value.slice(cut);
+          const address = cut === value.length ? value : value.slice(0, cut);
           // Dotted-decimal without leading zeros only: anything else would not come back as written.
-          if (isIPv4(value) && !/(^|\.)0\d/.test(value)) return new IpJob(256, tweaks.forShape('ipv4'), value.split('.').map(Number));
-          if (isIPv6(value)) return new IpJob(65536, tweaks.forShape('ipv6'), ipv6Groups(value));
+          if (isIPv4(address) && !/(^|\.)0\d/.test(address) && !suffix.startsWith('%')) return new IpJob(256, tweaks.forShape('ipv4'), address.split('.').map(Number), suffix);
+          if (isIPv6(address)) return new IpJob(65536, tweaks.forShape('ipv6'), ipv6Groups(address), suffix);
           throw new ValueError(NOT_AN_IP);
         },
         explain: () => 'IPv4 as 4 numerals radix 256, IPv6 as 8 numerals radix 65536 (canonical form)',
