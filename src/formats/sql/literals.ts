@@ -2,36 +2,25 @@
 
 import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
+import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake } from './escapes.ts';
 import type { SqlToken } from './tokenizer.ts';
 
-const MYSQL_ESCAPES: Record<string, string> = { '0': '\0', b: '\b', n: '\n', r: '\r', t: '\t', Z: '\x1a' };
-const C_ESCAPES: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', a: '\x07', '0': '\0' };
-
-/** The value a string token stands for: quotes removed, escapes resolved as the dialect reads them. */
+/**
+ * The value a string token stands for: quotes removed, every escape form of the dialect resolved as
+ * its server reads it (escapes.ts). Throws EscapeError for an escape that cannot be read with certainty.
+ * Binary and bit strings (X'…', B'…') come back as their digits: binaryValue reads their bytes.
+ */
 export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect): string {
   const content = sql.slice(token.contentStart, token.contentEnd);
-  if (token.prefix === '$') return content;
-  const quote = token.quote;
-  const raw = token.prefix.includes('R');
-  const backslash = !raw && (token.prefix === 'E' || dialect.backslashEscapes);
-  if (!backslash) return raw ? content : content.replaceAll(quote + quote, quote);
-  const table = dialect.name === 'mysql' || dialect.name === 'mariadb' ? MYSQL_ESCAPES : C_ESCAPES;
-  let out = '';
-  for (let i = 0; i < content.length; i++) {
-    const ch = content[i];
-    if (ch === '\\' && i + 1 < content.length) {
-      const next = content[++i];
-      // MySQL keeps \% and \_ as written: they only mean something inside LIKE patterns.
-      if ((next === '%' || next === '_') && table === MYSQL_ESCAPES) out += '\\' + next;
-      else out += table[next] ?? next;
-    } else if (ch === quote && content[i + 1] === quote) {
-      out += quote;
-      i++;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
+  const prefix = token.prefix;
+  if (prefix === '$' || prefix.includes('R') || prefix === 'X') return content;
+  if (prefix === 'U&') return decodePostgresUnicode(content);
+  if (prefix === 'E') return decodePostgresEscape(content);
+  if (prefix === 'B' && dialect.name !== 'bigquery') return content;
+  if (!dialect.backslashEscapes) return content.replaceAll(token.quote + token.quote, token.quote);
+  if (dialect.name === 'bigquery') return decodeBigQuery(content);
+  if (dialect.name === 'snowflake') return decodeSnowflake(content);
+  return decodeMysql(content, token.quote);
 }
 
 /** A numeric literal as a JS number when that is exact, else its text (huge or very precise values). */
@@ -50,7 +39,7 @@ const NUMERIC_TEXT = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 export interface LiteralStyle {
   /** The protected literal was written as a number: numeric-looking results stay unquoted. */
   readonly numeric: boolean;
-  /** String prefix kept on output (N for national strings, E for PostgreSQL escape strings). */
+  /** String prefix kept on output (N for national strings, E and U& for PostgreSQL escape strings). */
   readonly prefix: string;
   /** The quote the original used (' or "), so a reversed value comes back byte for byte. */
   readonly quote: string;
@@ -60,7 +49,7 @@ export interface LiteralStyle {
 
 /** The writing style of an original string token: its quote and how it escaped that quote. */
 export function styleOf(sql: string, token: SqlToken, numeric: boolean): LiteralStyle {
-  const prefix = token.prefix === 'N' || token.prefix === 'E' ? token.prefix : '';
+  const prefix = token.prefix === 'N' || token.prefix === 'E' || token.prefix === 'U&' ? token.prefix : '';
   if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') {
     return { numeric, prefix, quote: "'", escape: undefined };
   }
@@ -83,11 +72,17 @@ export function encodeLiteral(value: Scalar, style: LiteralStyle, dialect: SqlDi
   return quoteString(value, style, dialect);
 }
 
+/**
+ * Writes text in the original's literal form: an E'…' or U&'…' literal stays one, with its escape
+ * character escaped; where the dialect reads backslashes, they are doubled.
+ */
 function quoteString(text: string, style: LiteralStyle, dialect: SqlDialect): string {
   const q = style.quote;
   const backslash = dialect.backslashEscapes || style.prefix === 'E';
   let body = text;
-  if (backslash) {
+  if (style.prefix === 'U&') {
+    body = body.replaceAll('\\', '\\\\').replaceAll(q, q + q);
+  } else if (backslash) {
     body = body.replaceAll('\\', '\\\\');
     const escape = style.escape ?? (dialect.quoteEscape === "\\'" ? 'backslash' : 'double');
     body = body.replaceAll(q, escape === 'backslash' ? '\\' + q : q + q);

@@ -8,7 +8,9 @@ import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYM
 import { collectBindings, type SqlBinding } from './bindings.ts';
 import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { guardScript } from './script-guards.ts';
-import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
+import { EscapeError } from './escapes.ts';
+import { decodeString } from './literals.ts';
+import { malformed, SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
   /** Characters in the script. */
@@ -127,6 +129,7 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   }
   const positions = new SourcePositions(sql);
   const { tokens, hidden } = tokenizeSql(sql, dialect, positions, limits);
+  checkStrings(sql, tokens, dialect, positions);
   const segments = splitStatements(tokens);
   if (segments.length > limits.maxStatements) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
@@ -151,6 +154,28 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   const reader = new StatementReader(sql, dialect, tokens);
   const statements = segments.map((seg, k) => reader.read(seg, asts[k]));
   return { sql, dialect, positions, tokens, statements };
+}
+
+/**
+ * Every string literal must decode with certainty (escapes.ts), and two string literals in a row are
+ * refused: MySQL joins `'a' 'b'` into one value, PostgreSQL does across a line break (an E'…' string
+ * keeps its escapes in the continued part), elsewhere the second is an alias. Either way the value the
+ * server stores is not the one a literal-by-literal reading sees.
+ */
+function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDialect, positions: SourcePositions): void {
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k];
+    if (t.kind !== 'string') continue;
+    try {
+      decodeString(sql, t, dialect);
+    } catch (err) {
+      if (!(err instanceof EscapeError)) throw err;
+      throw malformed(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
+    }
+    if (tokens[k + 1]?.kind === 'string') {
+      throw malformed(positions, tokens[k + 1].start, 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
+    }
+  }
 }
 
 /**
@@ -180,6 +205,8 @@ function parserText(sql: string, tokens: readonly SqlToken[], hidden: readonly n
     const b = tokens[k];
     if (a.kind === 'op' && b.kind === 'op' && a.text === '-' && b.text === '-' && a.end === b.start) edits.push([b.start, b.end, '+']);
   }
+  // The parser has no U&'…': it reads the same string without the prefix (its backslashes swapped below).
+  for (const t of tokens) if (t.kind === 'string' && t.prefix === 'U&') edits.push([t.start, t.contentStart - 1, '  ']);
   if (!dialect.backslashEscapes) {
     for (const t of tokens) {
       if (t.kind !== 'string' || !plainBackslashes(t, dialect)) continue;
