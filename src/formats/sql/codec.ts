@@ -7,7 +7,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
 import type { SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
-import { decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
+import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
 import {
   DEFAULT_SQL_LIMITS,
   readSqlScript,
@@ -136,7 +136,10 @@ class ScriptProtector {
       }
       const label = this.label(st, column, insert.table);
       const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
-      for (const item of literals) if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
+      for (const item of literals) {
+        if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
+        this.checkText(item.literal!, label);
+      }
       if (literals.length > 0) {
         const slots = literals.map((item) => item.literal!);
         const values = slots.map((slot) => literalValue(this.script, slot));
@@ -215,9 +218,17 @@ class ScriptProtector {
     if (content === undefined) return;
     for (const token of this.script.tokens) {
       if (this.edited.has(token.start)) continue;
+      const bytes = binaryBytes(this.sql, token, this.dialect);
+      if (bytes !== undefined) {
+        // Bytes the server may store as text: read them as it may, and refuse when they hold detected data.
+        for (const text of binaryTexts(bytes, this.dialect)) {
+          if (!Object.is(content.apply(text, () => `literal at ${this.where(token.start)}`), text)) throw this.binaryRefused(token.start, 'detected data');
+        }
+        continue;
+      }
       let slot: LiteralSlot;
       if (token.kind === 'string') {
-        if (token.prefix === 'X' || token.prefix === 'B') continue; // binary and bit strings
+        if (token.prefix === 'B') continue; // PostgreSQL bit strings
         slot = { start: token.start, end: token.end, token, kind: 'string', negative: false };
       } else if (token.kind === 'number') {
         if (token.end - token.start < 12) continue; // too short for any detected kind
@@ -253,6 +264,18 @@ class ScriptProtector {
     return new DpgError(
       'MALFORMED_DATA_SET',
       `SQL at ${this.where(slot.start)} gives protected column ${label} a double-quoted name, which ${this.dialect.name} reads as a string when no column has that name; write strings in single quotes`,
+    );
+  }
+
+  /** A binary literal bound to a protected column: the server turns its bytes into text in a character set the gateway cannot see. */
+  private checkText(slot: LiteralSlot, label: string): void {
+    if (binaryBytes(this.sql, slot.token, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
+  }
+
+  private binaryRefused(offset: number, what: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} gives ${what} as a binary literal (X'…', 0x…, b'…'), whose bytes the server reads as text in a character set the gateway cannot see; send the value as a string literal`,
     );
   }
 
@@ -329,6 +352,7 @@ class ScriptProtector {
 
   private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
     if (slot.kind === 'name') throw this.nameRefused(slot, label);
+    this.checkText(slot, label);
     const result = action.apply(value, () => `${label} at ${this.where(slot.start)}`);
     this.write(slot, value, result);
   }

@@ -2,13 +2,13 @@
 
 import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
-import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake } from './escapes.ts';
+import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake, hexBytes } from './escapes.ts';
 import type { SqlToken } from './tokenizer.ts';
 
 /**
  * The value a string token stands for: quotes removed, every escape form of the dialect resolved as
  * its server reads it (escapes.ts). Throws EscapeError for an escape that cannot be read with certainty.
- * Binary and bit strings (X'…', B'…') come back as their digits: binaryValue reads their bytes.
+ * Binary and bit strings (X'…', B'…') come back as their digits: binaryBytes reads their bytes.
  */
 export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect): string {
   const content = sql.slice(token.contentStart, token.contentEnd);
@@ -21,6 +21,53 @@ export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect):
   if (dialect.name === 'bigquery') return decodeBigQuery(content);
   if (dialect.name === 'snowflake') return decodeSnowflake(content);
   return decodeMysql(content, token.quote);
+}
+
+/**
+ * The bytes of a binary literal, which servers store as bytes and convert to text in a character set
+ * the gateway cannot see: X'…' (and BigQuery's b'…'), MySQL's b'0101' and 0b0101, and 0x… where it is
+ * a binary string (MySQL, MariaDB, T-SQL). Undefined for any other token.
+ */
+export function binaryBytes(sql: string, token: SqlToken, dialect: SqlDialect): Uint8Array | undefined {
+  const mysql = dialect.name === 'mysql' || dialect.name === 'mariadb';
+  if (token.kind === 'number') {
+    const text = sql.slice(token.start, token.end);
+    if (/^0x/i.test(text) && (mysql || dialect.name === 'transactsql')) return hexBytes(text.slice(2)) ?? hexBytes('0' + text.slice(2));
+    if (text.startsWith('0b') && mysql) return bitBytes(text.slice(2));
+    return undefined;
+  }
+  if (token.kind !== 'string') return undefined;
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  if (token.prefix === 'X') return hexBytes(content) ?? hexBytes('0' + content) ?? new Uint8Array();
+  if (dialect.name === 'bigquery' && token.prefix.includes('B')) {
+    return new TextEncoder().encode(token.prefix.includes('R') ? content : decodeBigQuery(content));
+  }
+  if (token.prefix === 'B') return bitBytes(content);
+  return undefined;
+}
+
+/** Bits, right-aligned into whole bytes as MySQL pads them. */
+function bitBytes(bits: string): Uint8Array {
+  if (!/^[01]*$/.test(bits)) return new Uint8Array();
+  const padded = bits.padStart(Math.ceil(bits.length / 8) * 8, '0');
+  const out = new Uint8Array(padded.length / 8);
+  for (let k = 0; k < out.length; k++) out[k] = Number.parseInt(padded.slice(8 * k, 8 * k + 8), 2);
+  return out;
+}
+
+/**
+ * The texts a server may read binary bytes as when it stores them in a text column: UTF-8 (or
+ * Latin-1 where they are not UTF-8), and UTF-16LE in T-SQL (binary into NVARCHAR).
+ */
+export function binaryTexts(bytes: Uint8Array, dialect: SqlDialect): string[] {
+  const texts: string[] = [];
+  try {
+    texts.push(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    texts.push(new TextDecoder('latin1').decode(bytes));
+  }
+  if (dialect.name === 'transactsql' && bytes.length % 2 === 0) texts.push(new TextDecoder('utf-16le').decode(bytes));
+  return texts;
 }
 
 /** A numeric literal as a JS number when that is exact, else its text (huge or very precise values). */

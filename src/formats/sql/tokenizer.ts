@@ -329,6 +329,10 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       if (c === 48 && (sql.charCodeAt(i + 1) | 32) === 120) {
         j = i + 2;
         while (j < n && /[0-9a-fA-F]/.test(sql[j])) j++;
+      } else if (c === 48 && sql.charCodeAt(i + 1) === 98 && dialect.digitLedIdentifiers) {
+        // MySQL's bit-value literal 0b0101 (a binary string); 0b2 or 0B1 is a name there.
+        j = i + 2;
+        while (j < n && (sql[j] === '0' || sql[j] === '1')) j++;
       } else {
         while (j < n && isDigit(sql.charCodeAt(j))) j++;
         if (sql.charCodeAt(j) === 46) {
