@@ -5,7 +5,7 @@ import { DpgError } from '../../core/errors.ts';
 import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
-import type { SqlBinding } from './bindings.ts';
+import { UNNAMED, type SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
 import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
 import {
@@ -95,6 +95,7 @@ class ScriptProtector {
           this.applyOne(action, slot, value, this.label(st, cmp.column, undefined));
         }
       }
+      for (const variable of cmp.variables) this.protectVariable(variable, action, this.label(st, cmp.column, undefined), cmp.column.start);
     }
     if (st.insert !== undefined) this.insert(st);
     for (const list of st.assignmentLists) {
@@ -132,6 +133,7 @@ class ScriptProtector {
       const items = insert.rows.map((row) => row[c]).filter((item): item is ValueItem => item !== undefined);
       if (items.some((item) => action.removes(this.itemValue(item)))) {
         removed.push(c);
+        for (const item of items) for (const variable of item.variables) this.protectVariable(variable, action, safeName(column.name), item.start);
         return;
       }
       const label = this.label(st, column, insert.table);
@@ -299,6 +301,50 @@ class ScriptProtector {
     // Protecting an expression's literals one by one leaks: masking CONCAT('123-45', '-6789') piecewise keeps most
     // of the value, and the pieces of a deterministic cipher no longer match the whole. Refuse instead.
     if (item.inner.length > 0) throw this.expressionRefused(`protected column ${column}`, 'an expression', item.start);
+    if (item.variables.length > 1) throw this.expressionRefused(`protected column ${column}`, 'an expression over several variables', item.start);
+    if (item.variables.length === 1) this.protectVariable(item.variables[0], action, column, item.start);
+    else if (this.dialect.name === 'bigquery' && this.script.valuesNames.has(item.start)) {
+      // BigQuery reads a bare name in VALUES as a script variable (DECLARE / SET), which may hold any literal.
+      throw this.variableRefused(this.sql.slice(item.start, item.end), column, item.start, 'is a BigQuery script variable');
+    }
+  }
+
+  /**
+   * A variable whose value lands in (or is compared with) a protected column: every assignment the
+   * script makes to it is protected with the column's action, through other variables it copies.
+   * A variable the script does not assign (set by an earlier request), or fills from a query that
+   * carries literals, or assigns an expression holding literals, is refused.
+   */
+  private protectVariable(name: string, action: FieldAction, column: string, at: number, seen = new Set<string>()): void {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const assignments = this.script.variables.get(name);
+    if (assignments === undefined || assignments.length === 0) throw this.variableRefused(name, column, at, 'is not assigned in this script');
+    for (const assignment of assignments) {
+      const item = assignment.item;
+      if (item === undefined) {
+        if (assignment.statementHasLiteral) throw this.variableRefused(name, column, assignment.start, 'is filled by a statement that carries literals');
+        continue;
+      }
+      if (item.literal !== undefined) {
+        if (item.literal.kind === 'name') throw this.nameRefused(item.literal, column);
+        if (this.edited.has(item.literal.start)) continue;
+        const value = literalValue(this.script, item.literal);
+        if (action.removes(value)) this.replace(item.literal, 'NULL');
+        else this.applyOne(action, item.literal, value, column);
+        continue;
+      }
+      if (item.inner.length > 0) throw this.variableRefused(name, column, assignment.start, 'is assigned an expression holding literals');
+      for (const other of item.variables) this.protectVariable(other, action, column, assignment.start, seen);
+    }
+  }
+
+  /** `name` is a variable name as written in the script, never a value. */
+  private variableRefused(name: string, column: string, offset: number, why: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} passes variable ${safeName(name)} to protected column ${column}, and the variable ${why}; its value cannot be protected where it is set. Send the value as a literal or a parameter`,
+    );
   }
 
   /**
@@ -312,11 +358,15 @@ class ScriptProtector {
     const protectedColumn = (binding: SqlBinding): string | undefined => {
       for (const column of binding.columns) {
         const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
-        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
+        if (column !== '*' && column !== UNNAMED && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
       }
       for (const column of binding.columns) {
         // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
         if (column === '*') return 'a column the INSERT does not name';
+        if (column === UNNAMED) {
+          if (tainted.size > 0) return 'an unnamed query output, which a protected column may read (by position or by the name the server gives it)';
+          continue;
+        }
         if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${safeName(column)}, which is read into a protected column`;
       }
       return undefined;

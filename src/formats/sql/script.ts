@@ -45,6 +45,8 @@ export interface ValueItem {
   readonly literal: LiteralSlot | undefined;
   /** String and number literals inside an expression item (`CONCAT('a', b)`); empty for single literals. */
   readonly inner: readonly LiteralSlot[];
+  /** Lower-cased names of the session or script variables the item reads (`@n`, Snowflake's `$n`). */
+  readonly variables: readonly string[];
 }
 
 export interface ColumnName {
@@ -83,6 +85,21 @@ export interface Comparison {
   readonly column: ColumnName;
   readonly operator: string;
   readonly slots: readonly LiteralSlot[];
+  /** Variables compared with the column (`name = @n`): their assigned literals are the column's data. */
+  readonly variables: readonly string[];
+}
+
+/**
+ * One assignment to a session or script variable: `SET @n = …`, `@n := …`, T-SQL `DECLARE @n T = …`
+ * and `SELECT @n = …`, Snowflake `SET n = …`. A variable used where a protected column's value goes
+ * is protected at every assignment (codec.ts).
+ */
+export interface VariableAssignment {
+  /** The assigned value; undefined when the variable is filled from a query (`SELECT … INTO @n`, `FETCH … INTO`, `EXEC @n = …`). */
+  readonly item: ValueItem | undefined;
+  /** For query-filled variables: the statement carries a string or number literal, which may be what lands in it. */
+  readonly statementHasLiteral: boolean;
+  readonly start: number;
 }
 
 /** A comparison of a column with literals as the parser saw it (for the cross-check). */
@@ -120,6 +137,10 @@ export interface SqlScript {
   readonly positions: SourcePositions;
   readonly tokens: readonly SqlToken[];
   readonly statements: readonly SqlStatement[];
+  /** Every assignment in the script to each variable, by lower-cased name (sigil removed). */
+  readonly variables: ReadonlyMap<string, readonly VariableAssignment[]>;
+  /** Start offsets of INSERT VALUES items that are a bare name (BigQuery reads those as script variables). */
+  readonly valuesNames: ReadonlySet<number>;
 }
 
 /** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
@@ -153,7 +174,9 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   }
   const reader = new StatementReader(sql, dialect, tokens);
   const statements = segments.map((seg, k) => reader.read(seg, asts[k]));
-  return { sql, dialect, positions, tokens, statements };
+  const variables = new Map<string, VariableAssignment[]>();
+  for (const seg of segments) reader.readVariableAssignments(seg, variables);
+  return { sql, dialect, positions, tokens, statements, variables, valuesNames: reader.valuesNames };
 }
 
 /**
@@ -267,6 +290,7 @@ const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'L
 
 /** Reads statements of one script; holds the per-token depth and bracket matching. */
 class StatementReader {
+  readonly valuesNames = new Set<number>();
   private readonly depth: Int32Array;
   private readonly match: Int32Array;
 
@@ -396,11 +420,25 @@ class StatementReader {
     const rows: ValueItem[][] = [];
     for (; i < seg.end; i++) {
       if (this.depth[i] !== base) continue;
+      // INSERT … (SELECT …) and INSERT … ((WITH … SELECT …)): the query sits in parentheses.
+      if (this.tokens[i].kind === 'open') {
+        let q = i;
+        while (this.tokens[q]?.kind === 'open') q++;
+        if (!this.isWord(q, 'SELECT') && !this.isWord(q, 'WITH')) continue;
+        while (q < seg.end && !(this.isWord(q, 'SELECT') && this.depth[q] === this.depth[i + (q - i) - 1] + 1)) q++;
+        if (q >= seg.end) break;
+        i = q;
+      }
       if (this.isWord(i, 'VALUES') || this.isWord(i, 'VALUE')) {
         let j = i + 1;
         while (j < seg.end && this.tokens[j].kind === 'open' && this.match[j] !== -1) {
           const close = this.match[j];
-          rows.push(this.splitList(j + 1, close, base + 1).map(([a, b]) => this.valueItem(a, b)));
+          rows.push(
+            this.splitList(j + 1, close, base + 1).map(([a, b]) => {
+              if (b - a === 1 && !this.isWord(a, 'DEFAULT') && this.columnAt(a, b) !== undefined) this.valuesNames.add(this.tokens[a].start);
+              return this.valueItem(a, b);
+            }),
+          );
           if (this.tokens[close + 1]?.kind === 'comma' && this.tokens[close + 2]?.kind === 'open') j = close + 2;
           else break;
         }
@@ -453,8 +491,12 @@ class StatementReader {
           if (slot !== undefined && astKey !== undefined && astKey !== this.slotKey(slot)) mismatches.push('INSERT values');
         }
       }
-    } else if (rows.some((row) => row.length !== columns.length) && columns.length > 0) {
-      mismatches.push('INSERT … SELECT list');
+    } else {
+      if (rows.some((row) => row.length !== columns.length) && columns.length > 0) mismatches.push('INSERT … SELECT list');
+      // Every arm of the query (UNION, EXCEPT, INTERSECT) must be one the token reading bound.
+      let arms = 0;
+      for (let arm = values?.type === 'select' ? values : undefined; arm !== undefined && arms <= rows.length; arm = record(arm._next)) arms++;
+      if (values?.type === 'select' && arms !== rows.length) mismatches.push('INSERT … SELECT arms');
     }
   }
 
@@ -520,14 +562,123 @@ class StatementReader {
     const start = a < b ? this.tokens[a].start : 0;
     const end = a < b ? this.tokens[b - 1].end : 0;
     const single = this.literalAt(a, valueEnd);
-    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [] };
+    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [], variables: [] };
     const inner: LiteralSlot[] = [];
+    const variables: string[] = [];
     for (let i = a; i < b; i++) {
       const t = this.tokens[i];
       if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
       else if (this.mayBeString(t)) inner.push({ start: t.start, end: t.end, token: t, kind: 'name', negative: false });
+      else {
+        const name = this.variableName(i);
+        if (name !== undefined) variables.push(name);
+      }
     }
-    return { start, end, literal: undefined, inner };
+    return { start, end, literal: undefined, inner, variables };
+  }
+
+  /**
+   * The variable token i reads, lower-cased without its sigil: `@n` in MySQL, MariaDB and T-SQL (not
+   * `@@system` ones), `$n` in Snowflake. Undefined for anything else.
+   */
+  variableName(i: number): string | undefined {
+    const t = this.tokens[i];
+    if (t === undefined || t.kind !== 'param') return undefined;
+    if (t.text.startsWith('@') && !t.text.startsWith('@@') && t.text.length > 1) return t.text.slice(1).toLowerCase();
+    if (this.dialect.name === 'snowflake' && /^\$[A-Za-z_]/.test(t.text)) return t.text.slice(1).toLowerCase();
+    return undefined;
+  }
+
+  /**
+   * Adds the statement's assignments to script variables. Forms: MySQL `SET @a = …, @b := …` and
+   * `@a := …` anywhere; T-SQL `DECLARE @a T = …, …`, `SET @a = …`, `SELECT @a = …, …`; Snowflake
+   * `SET a = …` and `SET (a, b) = (…, …)`; and variables filled by a query: `INTO @a, @b` (MySQL
+   * SELECT, T-SQL FETCH) and T-SQL `EXEC @a = …`.
+   */
+  readVariableAssignments(seg: Segment, out: Map<string, VariableAssignment[]>): void {
+    const add = (name: string, assignment: VariableAssignment): void => {
+      const list = out.get(name);
+      if (list === undefined) out.set(name, [assignment]);
+      else list.push(assignment);
+    };
+    const base = this.depth[seg.first];
+    let hasLiteral = false;
+    for (let i = seg.first; i < seg.end; i++) if (this.tokens[i].kind === 'string' || this.tokens[i].kind === 'number') hasLiteral = true;
+    const filled = (i: number): void => {
+      const name = this.variableName(i)!;
+      add(name, { item: undefined, statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+    };
+    /** The value after the operator at `op`: up to the next comma or clause keyword at its depth. */
+    const valueAfter = (op: number): ValueItem => {
+      const depth = this.depth[op];
+      let to = op + 1;
+      while (to < seg.end && this.depth[to] >= depth && !(this.depth[to] === depth && (this.tokens[to].kind === 'comma' || (this.tokens[to].kind === 'word' && SELECT_LIST_END.has(this.tokens[to].text))))) to++;
+      return this.valueItem(op + 1, to);
+    };
+    const isAssign = (k: number): boolean => {
+      const t = this.tokens[k];
+      // `+=`, `||=` and the like read as an operator followed by `=`: an assignment all the same.
+      return t !== undefined && t.kind === 'op' && (t.text === '=' || t.text === ':=');
+    };
+    const head = this.tokens[seg.first];
+    const headWord = head.kind === 'word' ? head.text : '';
+    for (let i = seg.first; i < seg.end; i++) {
+      const name = this.variableName(i);
+      if (name === undefined) continue;
+      const prev = this.tokens[i - 1];
+      const next = this.tokens[i + 1];
+      // INTO @a, @b
+      let k = i - 1;
+      while (k > seg.first && this.tokens[k].kind === 'comma' && this.variableName(k - 1) !== undefined) k -= 2;
+      if (this.isWord(k, 'INTO') && k !== i) {
+        filled(i);
+        continue;
+      }
+      if (this.isWord(i - 1, 'EXEC') || this.isWord(i - 1, 'EXECUTE')) {
+        if (isAssign(i + 1)) filled(i);
+        continue;
+      }
+      if (next?.kind === 'op' && next.text === ':=') {
+        add(name, { item: valueAfter(i + 1), statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+        continue;
+      }
+      const compound = next?.kind === 'op' && next.text !== '=' && isAssign(i + 2) && next.end === this.tokens[i + 2].start;
+      const atListStart = prev !== undefined && (prev.kind === 'comma' || (prev.kind === 'word' && (prev.text === 'SET' || prev.text === 'SELECT' || prev.text === 'DECLARE'))) && this.depth[i] === base;
+      if (!atListStart || (headWord !== 'SET' && headWord !== 'SELECT' && headWord !== 'DECLARE')) continue;
+      if (headWord === 'SELECT' && this.dialect.name !== 'transactsql') continue; // `SELECT @a = 1` compares in MySQL
+      if (compound) {
+        // SET @n += 'x': the value depends on the earlier one and the literal: no single literal holds it.
+        add(name, { item: undefined, statementHasLiteral: true, start: this.tokens[i].start });
+        continue;
+      }
+      let eq = i + 1;
+      if (headWord === 'DECLARE') {
+        // DECLARE @n NVARCHAR(50) = N'…': the type sits between the name and `=`.
+        while (eq < seg.end && !(this.depth[eq] === base && (isAssign(eq) || this.tokens[eq].kind === 'comma'))) eq++;
+        if (!isAssign(eq)) continue;
+      }
+      if (isAssign(eq)) add(name, { item: valueAfter(eq), statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+    }
+    // Snowflake: SET a = …, SET (a, b) = (…, …)
+    if (this.dialect.name === 'snowflake' && headWord === 'SET') {
+      const first = seg.first + 1;
+      const t = this.tokens[first];
+      if (t?.kind === 'word' && isAssign(first + 1)) {
+        add(t.text.toLowerCase(), { item: valueAfter(first + 1), statementHasLiteral: hasLiteral, start: t.start });
+      } else if (t?.kind === 'open' && this.match[first] !== -1) {
+        // Positions of a name list and a value list: each name gets the value at its position.
+        const close = this.match[first];
+        const names = this.splitList(first + 1, close, base + 1);
+        const valuesOpen = close + 2;
+        const values = isAssign(close + 1) && this.tokens[valuesOpen]?.kind === 'open' && this.match[valuesOpen] !== -1 ? this.splitList(valuesOpen + 1, this.match[valuesOpen], base + 1) : [];
+        names.forEach(([a, b], n) => {
+          const value = values[n];
+          const item = value === undefined || values.length !== names.length ? undefined : this.valueItem(value[0], value[1]);
+          add(this.tokens[a].text.toLowerCase(), { item, statementHasLiteral: true, start: this.tokens[a].start });
+          void b;
+        });
+      }
+    }
   }
 
   /** A `"…"` name the server may read as a string (SQLite without such a column; T-SQL with QUOTED_IDENTIFIER OFF). */
@@ -603,7 +754,8 @@ class StatementReader {
       const left = this.columnEndingAt(negated ? k - 1 : k, seg.first);
       if (left !== undefined) {
         const slots = this.rightOperands(t, k + 1, seg.end);
-        if (slots.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots });
+        const variables = this.variableOperand(k + 1);
+        if (slots.length > 0 || variables.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots, variables });
         // `"4111…" = card` in SQLite: the left side is a name that may be a string; read it the other way round too.
         if (!this.mayBeString(this.tokens[k - 1])) continue;
       }
@@ -611,15 +763,28 @@ class StatementReader {
         // literal op column
         const right = this.columnStartingAt(k + 1, seg.end);
         if (right === undefined) continue;
+        const variable = this.variableName(k - 1);
+        if (variable !== undefined && !this.tightAt(k - 2)) {
+          found.push({ column: right[0], operator: t.text, slots: [], variables: [variable] });
+          continue;
+        }
         let a = k - 1;
         if (this.tokens[a]?.kind === 'number' && this.tokens[a - 1]?.kind === 'op' && (this.tokens[a - 1].text === '-' || this.tokens[a - 1].text === '+')) a--;
         else if (this.tokens[a]?.kind === 'string' && this.tokens[a - 1]?.kind === 'word' && TYPED_LITERAL_WORDS.has(this.tokens[a - 1].text)) a--;
         const lit = this.literalAt(a, k);
         if (lit === undefined || lit[1] !== k || this.tightAt(a - 1)) continue;
-        found.push({ column: right[0], operator: t.text, slots: [lit[0]] });
+        found.push({ column: right[0], operator: t.text, slots: [lit[0]], variables: [] });
       }
     }
     return found;
+  }
+
+  /** A variable standing alone as the right operand at i. */
+  private variableOperand(i: number): string[] {
+    const name = this.variableName(i);
+    const after = this.tokens[i + 1];
+    if (name === undefined || (after !== undefined && ((after.kind === 'op' && TIGHTER_OPS.has(after.text)) || after.kind === 'open' || after.kind === 'dot'))) return [];
+    return [name];
   }
 
   private rightOperands(op: SqlToken, i: number, to: number): LiteralSlot[] {

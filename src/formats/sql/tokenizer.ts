@@ -322,6 +322,14 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         i = j;
         continue;
       }
+      // Snowflake's session variables: $name.
+      if (dialect.name === 'snowflake' && isWordStart(sql.charCodeAt(i + 1))) {
+        let j = i + 1;
+        while (j < n && isWordPart(sql.charCodeAt(j)) && sql.charCodeAt(j) !== 36) j++;
+        push('param', i, j, sql.slice(i, j));
+        i = j;
+        continue;
+      }
     }
     // numbers
     if (isDigit(c) || (c === 46 && isDigit(sql.charCodeAt(i + 1)))) {
