@@ -70,7 +70,10 @@ export function decodePostgresEscape(content: string): string {
       continue;
     }
     if (ch !== '\\' || i + 1 >= content.length) {
-      text(ch);
+      // A character outside the BMP is two code units: encode the pair, not its halves.
+      const cp = content.codePointAt(i)!;
+      if (cp > 0xffff) i++;
+      text(String.fromCodePoint(cp));
       continue;
     }
     const at = i;
@@ -224,6 +227,8 @@ export function decodeSnowflake(content: string): string {
     const at = i;
     const next = content[++i];
     if (/^[0-9]$/.test(next)) {
+      // `\012`: NUL then "12", or octal 012? Not documented: refused.
+      if (next === '0' && /^[0-9]$/.test(content[i + 1] ?? '')) throw new EscapeError(at, 'a \\0 followed by a digit is read either as NUL or as an octal escape');
       if (!OCTAL.test(next) || !OCTAL.test(content[i + 1] ?? '') || !OCTAL.test(content[i + 2] ?? '')) {
         throw new EscapeError(at, 'a backslash before a digit is read as octal only with exactly three octal digits');
       }

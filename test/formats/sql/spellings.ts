@@ -1,0 +1,90 @@
+// Spells a value as a string literal of a dialect, choosing for each character among the escape forms
+// the dialect's server decodes (for property tests and for the real-server differential tests).
+
+export const CARD = '4111 1111 1111 1111';
+export const EMAIL = 'jane.doe@example.com';
+export const NAME = 'Jane Doe';
+
+/** The literal forms the generator writes. */
+export const SPELLING_DIALECTS = ['postgresql-E', 'postgresql-U&', 'bigquery', 'snowflake', 'mysql', 'mariadb'] as const;
+export type SpellingDialect = (typeof SPELLING_DIALECTS)[number];
+
+export interface Spelling {
+  /** The literal as written, quotes and prefix included. */
+  readonly text: string;
+  readonly prefix: string;
+  readonly quote: string;
+  /** The codec's dialect name. */
+  readonly dialect: string;
+}
+
+const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
+const oct = (n: number): string => n.toString(8).padStart(3, '0');
+
+function utf8(ch: string): number[] {
+  return [...Buffer.from(ch, 'utf8')];
+}
+
+function pick<T>(options: readonly T[], choices: Iterator<number>): T {
+  const next = choices.next();
+  return options[(next.done === true ? 0 : next.value) % options.length];
+}
+
+/** The spellings of one character in the literal form. */
+function forms(kind: SpellingDialect, ch: string): string[] {
+  const cp = ch.codePointAt(0)!;
+  const bmp = cp <= 0xffff;
+  switch (kind) {
+    case 'postgresql-E': {
+      const out: string[] = [];
+      if (ch === "'") out.push("''", "\\'");
+      else if (ch === '\\') out.push('\\\\');
+      else out.push(ch);
+      const bytes = utf8(ch);
+      out.push(bytes.map((b) => '\\x' + hex(b, 2)).join(''), bytes.map((b) => '\\' + oct(b)).join(''));
+      if (bmp) out.push('\\u' + hex(cp, 4));
+      else {
+        const high = 0xd800 + ((cp - 0x10000) >> 10);
+        const low = 0xdc00 + ((cp - 0x10000) & 0x3ff);
+        out.push('\\u' + hex(high, 4) + '\\u' + hex(low, 4));
+      }
+      out.push('\\U' + hex(cp, 8));
+      return out;
+    }
+    case 'postgresql-U&': {
+      const out = [ch === "'" ? "''" : ch === '\\' ? '\\\\' : ch, '\\+' + hex(cp, 6)];
+      if (bmp) out.push('\\' + hex(cp, 4));
+      return out;
+    }
+    case 'bigquery': {
+      const out = [ch === "'" ? "\\'" : ch === '\\' ? '\\\\' : ch === '\n' ? '\\n' : ch, '\\U' + hex(cp, 8)];
+      if (cp <= 0xff) out.push('\\x' + hex(cp, 2), '\\X' + hex(cp, 2), '\\' + oct(cp));
+      if (bmp) out.push('\\u' + hex(cp, 4));
+      return out;
+    }
+    case 'snowflake': {
+      const out = ch === "'" ? ["''", "\\'"] : [ch === '\\' ? '\\\\' : ch];
+      if (cp <= 0xff) out.push('\\x' + hex(cp, 2));
+      // \0 then a digit is refused (NUL or octal?): octal only from \100.
+      if (cp >= 0o100 && cp <= 0o377) out.push('\\' + oct(cp));
+      if (bmp) out.push('\\u' + hex(cp, 4));
+      return out;
+    }
+    case 'mysql':
+    case 'mariadb': {
+      const out = ch === "'" ? ["''", "\\'"] : [ch === '\\' ? '\\\\' : ch];
+      // A backslash before a character with no escape of its own is dropped.
+      if (cp < 0x80 && !'0bnrtZ%_\\\''.includes(ch)) out.push('\\' + ch);
+      return out;
+    }
+  }
+}
+
+/** `value` as a literal of `kind`, each character spelled by the next choice. */
+export function spell(kind: SpellingDialect, value: string, choices: Iterator<number>): Spelling {
+  let body = '';
+  for (const ch of value) body += pick(forms(kind, ch), choices);
+  const prefix = kind === 'postgresql-E' ? 'E' : kind === 'postgresql-U&' ? 'U&' : '';
+  const dialect = kind.startsWith('postgresql') ? 'postgresql' : kind;
+  return { text: `${prefix}'${body}'`, prefix, quote: "'", dialect };
+}
