@@ -1,5 +1,6 @@
-// Spells a value as a string literal of a dialect, choosing for each character among the escape forms
-// the dialect's server decodes (for property tests and for the real-server differential tests).
+// Generators for the SQL property and real-server tests: a value spelled as a string literal of a
+// dialect, each character in one of the escape forms its server decodes; and the shapes a literal can
+// take on its way into a protected column.
 
 export const CARD = '4111 1111 1111 1111';
 export const EMAIL = 'jane.doe@example.com';
@@ -88,3 +89,32 @@ export function spell(kind: SpellingDialect, value: string, choices: Iterator<nu
   const dialect = kind.startsWith('postgresql') ? 'postgresql' : kind;
   return { text: `${prefix}'${body}'`, prefix, quote: "'", dialect };
 }
+
+/**
+ * Statements that put `lit` into customers.name (first column) along different paths: VALUES, SELECT
+ * lists, aliases, derived tables, star and qualified star, UNION arms, scalar subqueries, expressions.
+ * Each is valid SQLite and PostgreSQL; the gateway must protect the literal or refuse the statement.
+ */
+export const INSERT_SHAPES: readonly ((lit: string) => string)[] = [
+  (l) => `INSERT INTO customers (name, id) VALUES (${l}, 1);`,
+  (l) => `INSERT INTO customers (name, id) SELECT ${l}, 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT ${l} AS name, 1 AS id;`,
+  (l) => `INSERT INTO customers (name, id) SELECT * FROM (SELECT ${l}, 1) t;`,
+  (l) => `INSERT INTO customers (name, id) SELECT * FROM (SELECT ${l} AS a, 1 AS b) AS t;`,
+  (l) => `INSERT INTO customers (name, id) SELECT a, b FROM (SELECT ${l} AS a, 1 AS b) t;`,
+  (l) => `INSERT INTO customers (name, id) SELECT t.* FROM (SELECT ${l} AS a, 1 AS b) t;`,
+  (l) => `INSERT INTO customers (name, id) SELECT 'x', 0 UNION ALL SELECT ${l}, 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT * FROM (SELECT 'x', 0 UNION ALL SELECT ${l}, 1) t;`,
+  (l) => `INSERT INTO customers (name, id) SELECT (SELECT ${l}), 1;`,
+  (l) => `INSERT INTO customers (name, id) VALUES ((SELECT ${l}), 1);`,
+  (l) => `INSERT INTO customers (name, id) SELECT * FROM (SELECT * FROM (SELECT ${l}, 1) a) b;`,
+  (l) => `INSERT INTO customers (name, id) SELECT x, 1 FROM (SELECT ${l} AS x) t WHERE 1 = 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT UPPER(${l}), 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT ${l} || '', 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT CASE WHEN 1 = 1 THEN ${l} END, 1;`,
+  (l) => `INSERT INTO customers (name, id) SELECT * FROM (VALUES (${l}, 1)) v;`,
+  (l) => `WITH t AS (SELECT ${l} AS a) INSERT INTO customers (name, id) SELECT a, 1 FROM t;`,
+  (l) => `UPDATE customers SET name = (SELECT ${l}) WHERE id = 1;`,
+  (l) => `UPDATE customers SET name = ${l} WHERE id = 1;`,
+  (l) => `UPDATE customers SET name = t.a FROM (SELECT ${l} AS a) t WHERE customers.id = 1;`,
+];
