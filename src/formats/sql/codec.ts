@@ -31,6 +31,12 @@ export function protectSql(sql: string, resolver: FieldResolver, options: CodecO
   const dialect = sqlDialect(options.sqlDialect);
   const script = readSqlScript(sql, dialect, limits);
   const protector = new ScriptProtector(script, resolver);
+  // A copied column is treated as protected when feeds are collected again, so chains of copies
+  // (staging → s2 → customers) are followed to the literal; the sets only grow, so this ends.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const statement of script.statements) if (protector.collectFeeds(statement)) changed = true;
+  }
   for (const statement of script.statements) protector.statement(statement);
   protector.detectInLiterals();
   return splice(sql, protector.edits);
@@ -62,6 +68,9 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
 
 class ScriptProtector {
   readonly edits: Edit[] = [];
+  /** Column names (lower case) the script reads into protected columns; tables it reads into them with `*`. */
+  private readonly feeds = new Set<string>();
+  private readonly starFeeds = new Set<string>();
   private readonly edited = new Set<number>();
   private readonly actions = new Map<string, FieldAction | undefined>();
   private readonly sql: string;
@@ -78,6 +87,7 @@ class ScriptProtector {
   statement(st: SqlStatement): void {
     this.checkReliable(st);
     this.checkBindings(st);
+    this.checkFeeds(st);
     // Comparisons first: where a comparison sits inside a SET or VALUES expression, its own column wins.
     for (const cmp of st.comparisons) {
       const path = this.pathOf(st, cmp.column, undefined);
@@ -353,12 +363,27 @@ class ScriptProtector {
    */
   private checkBindings(st: SqlStatement): void {
     if (st.bindings.length === 0) return;
+    const { reaches } = this.taint(st);
+    for (const binding of st.bindings) {
+      if (!binding.literal) continue;
+      const column = reaches(binding);
+      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    }
+  }
+
+  /**
+   * The columns a statement reads into protected columns (`*` for a star), through any number of
+   * WITH/derived levels, and how a binding reaches a protected column (for the message; undefined
+   * when it does not).
+   */
+  private taint(st: SqlStatement): { tainted: ReadonlySet<string>; reaches: (binding: SqlBinding) => string | undefined } {
     const tainted = new Set<string>();
     /** How the binding reaches a protected column, for the message; undefined when it does not. */
     const protectedColumn = (binding: SqlBinding): string | undefined => {
       for (const column of binding.columns) {
         const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
         if (column !== '*' && column !== UNNAMED && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
+        if (this.feeds.has(column.toLowerCase())) return `column ${safeName(column)}, which this script copies into a protected column`;
       }
       for (const column of binding.columns) {
         // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
@@ -384,11 +409,47 @@ class ScriptProtector {
         }
       }
     }
-    for (const binding of st.bindings) {
-      if (!binding.literal) continue;
-      const column = protectedColumn(binding);
-      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    return { tainted, reaches: protectedColumn };
+  }
+
+  /**
+   * Records what a statement copies into protected columns from other columns (`INSERT INTO
+   * customers (name) SELECT x FROM staging`): a literal the same script writes to such a column
+   * (`INSERT INTO staging (x) VALUES ('Jane Doe')`) reaches the protected column too.
+   */
+  collectFeeds(st: SqlStatement): boolean {
+    if (st.bindings.length === 0) return false;
+    const before = this.feeds.size + this.starFeeds.size;
+    const { tainted } = this.taint(st);
+    for (const name of tainted) {
+      if (name === '*') for (const table of st.readTables) this.starFeeds.add(table);
+      else this.feeds.add(name);
     }
+    return this.feeds.size + this.starFeeds.size !== before;
+  }
+
+  /** Refuses literals written to a column this script copies into a protected one (see collectFeeds). */
+  private checkFeeds(st: SqlStatement): void {
+    if (this.feeds.size === 0 && this.starFeeds.size === 0) return;
+    const check = (column: ColumnName, table: string | undefined, items: readonly (ValueItem | undefined)[]): void => {
+      const fed = this.feeds.has(column.name.toLowerCase()) || (table !== undefined && this.starFeeds.has(table.toLowerCase()));
+      if (!fed || this.action(column.name, this.pathOf(st, column, table)) !== undefined) return;
+      for (const item of items) {
+        if (item === undefined) continue;
+        const carries = (item.literal !== undefined && item.literal.kind !== 'null' && item.literal.kind !== 'bool') || item.inner.length > 0 || item.variables.length > 0;
+        if (carries) {
+          throw new DpgError(
+            'MALFORMED_DATA_SET',
+            `SQL at ${this.where(item.start)} writes literal data to column ${this.label(st, column, table)}, which this script copies into a protected column; it cannot be protected there. Give that column a rule in the manifest too`,
+          );
+        }
+      }
+    };
+    if (st.insert !== undefined) {
+      const insert = st.insert;
+      insert.columns.forEach((column, c) => check(column, insert.table, insert.rows.map((row) => row[c])));
+    }
+    for (const list of st.assignmentLists) for (const a of list.items) check(a.column, list.table ?? st.defaultTable, [a.item]);
   }
 
   /** `target` names the column and how it is protected ("protected column ssn"); never a value. */

@@ -118,6 +118,8 @@ export interface SqlStatement {
   readonly tables: ReadonlyMap<string, string>;
   /** The table when the statement names exactly one. */
   readonly defaultTable: string | undefined;
+  /** Lower-cased names of every table any FROM or JOIN of the statement reads, subqueries included. */
+  readonly readTables: readonly string[];
   readonly insert: InsertShape | undefined;
   /** The INSERT has literal values but no column list to bind them with. */
   readonly insertWithoutColumns: boolean;
@@ -368,7 +370,7 @@ class StatementReader {
 
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
-    return { type, start, end, tables, defaultTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -869,6 +871,28 @@ function tableMap(ast: SqlAst): Map<string, string> {
     }
   }
   return map;
+}
+
+/** Tables named in FROM and JOIN lists anywhere in the tree (not the INSERT or UPDATE target). */
+function readTablesOf(ast: SqlAst): string[] {
+  const found = new Set<string>();
+  const visit = (node: unknown, depth: number): void => {
+    if (depth > 400 || node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child, depth + 1);
+      return;
+    }
+    const r = node as Record<string, unknown>;
+    if (Array.isArray(r.from)) {
+      for (const entry of r.from) {
+        const table = record(entry)?.table;
+        if (typeof table === 'string') found.add(table.toLowerCase());
+      }
+    }
+    for (const key of Object.keys(r)) if (key !== 'loc') visit(r[key], depth + 1);
+  };
+  visit(ast, 0);
+  return [...found];
 }
 
 /** Every comparison of a column with literals anywhere in the tree (subqueries included). */

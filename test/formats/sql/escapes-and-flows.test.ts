@@ -248,6 +248,22 @@ describe('class 5: literals reaching a protected column along any path are prote
     refused(`DECLARE @n NVARCHAR(50); SET @n += N'Jane'; INSERT INTO customers (name) VALUES (@n);`, 'transactsql');
   });
 
+  it('a literal written to a column the same script copies into a protected column is refused, through chains of copies', () => {
+    refused(`INSERT INTO staging (x) VALUES ('Jane Doe');\nINSERT INTO customers (name) SELECT x FROM staging;`, 'sqlite', /copies into a protected column/);
+    refused(`INSERT INTO customers (name) SELECT x FROM staging;\nINSERT INTO staging (x, y) VALUES ('Jane Doe', 1);`, 'sqlite', /column x/);
+    refused(`INSERT INTO staging (x) VALUES ('Jane Doe');\nINSERT INTO customers (name) SELECT * FROM staging;`, 'sqlite', /copies into a protected column/);
+    refused(`UPDATE staging SET x = 'Jane Doe';\nUPDATE customers SET name = s.x FROM staging s WHERE s.id = customers.id;`, 'postgresql', /copies into a protected column/);
+    refused(
+      `INSERT INTO s1 (x) VALUES ('Jane Doe');\nINSERT INTO s2 (y) SELECT x FROM s1;\nINSERT INTO customers (name) SELECT y FROM s2;`,
+      'sqlite',
+      /column x/,
+    );
+    refused(`SET @n = 'Jane Doe'; INSERT INTO staging (x) VALUES (@n); INSERT INTO customers (name) SELECT x FROM staging;`, 'mysql', /copies into a protected column/);
+    // Columns nothing copies into a protected one stay free.
+    const ok = `INSERT INTO customers (name, note) SELECT name, note FROM staging;\nINSERT INTO audit (note) VALUES ('imported');\nINSERT INTO staging (other) VALUES ('x');`;
+    assert.equal(masked(ok, 'sqlite'), ok);
+  });
+
   it('dynamic SQL and calls that pass values to routines or prepared statements are refused', () => {
     refused(`DECLARE @s NVARCHAR(MAX) = N'SELECT 1'; EXEC(@s);`, 'transactsql', /dynamic SQL/);
     refused(`EXEC sp_executesql @s;`, 'transactsql', /dynamic SQL/);

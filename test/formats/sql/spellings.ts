@@ -117,4 +117,6 @@ export const INSERT_SHAPES: readonly ((lit: string) => string)[] = [
   (l) => `UPDATE customers SET name = (SELECT ${l}) WHERE id = 1;`,
   (l) => `UPDATE customers SET name = ${l} WHERE id = 1;`,
   (l) => `UPDATE customers SET name = t.a FROM (SELECT ${l} AS a) t WHERE customers.id = 1;`,
+  (l) => `CREATE TEMP TABLE s (x TEXT);\nINSERT INTO s (x) VALUES (${l});\nINSERT INTO customers (name, id) SELECT x, 1 FROM s;`,
+  (l) => `CREATE TEMP TABLE s (x TEXT, n INT);\nINSERT INTO s (x, n) VALUES (${l}, 1);\nINSERT INTO customers (name, id) SELECT * FROM s;`,
 ];
