@@ -58,7 +58,7 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
     case 'bool':
       return slot.token.text === 'TRUE';
     case 'number':
-      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative);
+      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative, script.dialect);
     case 'name':
       return slot.token.text;
     default:
@@ -243,7 +243,8 @@ class ScriptProtector {
         if (token.prefix === 'B') continue; // PostgreSQL bit strings
         slot = { start: token.start, end: token.end, token, kind: 'string', negative: false };
       } else if (token.kind === 'number') {
-        if (token.end - token.start < 12) continue; // too short for any detected kind
+        // Too short for any detected kind (a hex integer is shorter than its decimal value: always read).
+        if (token.end - token.start < 12 && !/^0x/i.test(this.sql.slice(token.start, token.end))) continue;
         slot = { start: token.start, end: token.end, token, kind: 'number', negative: false };
       } else continue;
       const value = literalValue(this.script, slot);

@@ -70,10 +70,21 @@ export function binaryTexts(bytes: Uint8Array, dialect: SqlDialect): string[] {
   return texts;
 }
 
-/** A numeric literal as a JS number when that is exact, else its text (huge or very precise values). */
-export function decodeNumber(text: string, negative: boolean): Scalar {
+/**
+ * A numeric literal as a JS number when that is exact, else its text (huge or very precise values).
+ * `0x…` is an integer in PostgreSQL (16+), SQLite, BigQuery and Snowflake, read as its decimal value;
+ * in MySQL, MariaDB and T-SQL it is a binary string (binaryBytes) and stays as written.
+ */
+export function decodeNumber(text: string, negative: boolean, dialect: SqlDialect): Scalar {
   const signed = negative ? '-' + text : text;
-  if (/^-?0x/i.test(signed)) return signed;
+  if (/^0x/i.test(text)) {
+    if (dialect.name === 'mysql' || dialect.name === 'mariadb' || dialect.name === 'transactsql' || !/^0x[0-9a-f]+$/i.test(text)) return signed;
+    let value = BigInt(text);
+    // SQLite reads a hex literal as a 64-bit two's-complement integer.
+    if (dialect.name === 'sqlite' && value >= 1n << 63n) value = value < 1n << 64n ? value - (1n << 64n) : value;
+    if (negative) value = -value;
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+  }
   const n = Number(signed);
   if (!Number.isFinite(n)) return signed;
   const integerText = /^-?\d+$/.test(signed);

@@ -133,6 +133,10 @@ describe('class 4: string literals are decoded with every escape form of their d
     refused(`INSERT INTO t (note) VALUES (X'${hex}');`, 'sqlite', /detected data/, resolverOf({}, cardFinder));
     refused(`INSERT INTO t (note) VALUES (0x${hex});`, 'mysql', /detected data/, resolverOf({}, cardFinder));
     refused(`INSERT INTO t (note) VALUES (0x${utf16});`, 'transactsql', /detected data/, resolverOf({}, cardFinder));
+    // 0x… is an integer in SQLite (and PostgreSQL 16, BigQuery): read as its decimal value.
+    const hexCard = '0x' + (4111111111111111).toString(16);
+    const numberFinder = action((v) => (v === 4111111111111111 ? 'XXXX' : v));
+    assert.equal(protectSql(`INSERT INTO t (n) VALUES (${hexCard});`, resolverOf({}, numberFinder), { sqlDialect: 'sqlite' }), `INSERT INTO t (n) VALUES ('XXXX');`);
     // Bytes without detected data pass untouched.
     const blob = `INSERT INTO t (note) VALUES (X'00ff10');`;
     assert.equal(protectSql(blob, resolverOf({}, cardFinder), { sqlDialect: 'sqlite' }), blob);
