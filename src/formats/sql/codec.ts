@@ -228,6 +228,7 @@ class ScriptProtector {
   detectInLiterals(): void {
     const content = this.resolver.contentAction?.();
     if (content === undefined) return;
+    this.checkConcatenations(content);
     for (const token of this.script.tokens) {
       if (this.edited.has(token.start)) continue;
       const bytes = binaryBytes(this.sql, token, this.dialect);
@@ -249,6 +250,65 @@ class ScriptProtector {
       } else continue;
       const value = literalValue(this.script, slot);
       this.write(slot, value, content.apply(value, () => `literal at ${this.where(slot.start)}`));
+    }
+  }
+
+  /**
+   * A value split across literals the server joins — `'4111 1111' || ' 1111 1111'`, T-SQL's `+`,
+   * `CONCAT('…', '…')`, `CONCAT_WS(' ', '…', '…')` — is detected in the joined text. Protecting the
+   * pieces one by one cannot protect what only the whole holds, so when detection finds more in the
+   * whole than in its pieces the request is refused.
+   */
+  private checkConcatenations(content: FieldAction): void {
+    const tokens = this.script.tokens;
+    const text = (k: number): string | undefined => {
+      const t = tokens[k];
+      if (t?.kind !== 'string' || binaryBytes(this.sql, t, this.dialect) !== undefined) return undefined;
+      return decodeString(this.sql, t, this.dialect);
+    };
+    const joins = (k: number): boolean => {
+      const t = tokens[k];
+      return t?.kind === 'op' && (t.text === '||' || (t.text === '+' && this.dialect.name === 'transactsql'));
+    };
+    const check = (pieces: string[], separator: string, at: number): void => {
+      if (pieces.length < 2) return;
+      const whole = pieces.join(separator);
+      const where = () => `literal at ${this.where(at)}`;
+      const protectedWhole = content.apply(whole, where);
+      if (Object.is(protectedWhole, whole)) return;
+      const piecewise = pieces.map((piece) => content.apply(piece, where)).join(separator);
+      if (protectedWhole !== piecewise) {
+        throw new DpgError('MALFORMED_DATA_SET', `SQL at ${this.where(at)} joins literals into a value that holds detected data no single literal holds; it cannot be protected piece by piece. Send the value as one literal`);
+      }
+    };
+    for (let k = 0; k < tokens.length; k++) {
+      // 'a' || 'b' || 'c'
+      if (text(k) !== undefined && joins(k + 1) && text(k + 2) !== undefined && !joins(k - 1)) {
+        const pieces: string[] = [];
+        let j = k;
+        for (; text(j) !== undefined; j += 2) {
+          pieces.push(text(j)!);
+          if (!joins(j + 1)) break;
+        }
+        check(pieces, '', tokens[k].start);
+      }
+      // CONCAT('a', 'b', …): its leading literal arguments; CONCAT_WS('sep', 'a', …) joins them with the separator.
+      const t = tokens[k];
+      if (t.kind === 'word' && (t.text === 'CONCAT' || t.text === 'CONCAT_WS') && tokens[k + 1]?.kind === 'open') {
+        const pieces: string[] = [];
+        let separator = '';
+        let j = k + 2;
+        if (t.text === 'CONCAT_WS') {
+          separator = text(j) ?? '';
+          j += 2;
+        }
+        for (; j < tokens.length && tokens[j].kind !== 'close'; j += 2) {
+          const piece = text(j);
+          if (piece === undefined || (tokens[j + 1]?.kind !== 'comma' && tokens[j + 1]?.kind !== 'close')) break;
+          pieces.push(piece);
+        }
+        check(pieces, separator, t.start);
+      }
     }
   }
 

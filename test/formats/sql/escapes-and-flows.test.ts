@@ -121,6 +121,20 @@ describe('class 4: string literals are decoded with every escape form of their d
     refused(`INSERT INTO t (note) VALUES ('4111 1111'\n' 1111 1111');`, 'postgresql', /two string literals/, resolverOf({}));
   });
 
+  it('a card split across literals the server joins is refused; a card whole in one piece is protected in it', () => {
+    const cardFinder = action((v) => (typeof v === 'string' ? v.replaceAll(CARD, 'XXXX') : v));
+    const r = resolverOf({}, cardFinder);
+    refused(`INSERT INTO t (note) VALUES ('4111 1111' || ' 1111 1111');`, 'postgresql', /joins literals/, r);
+    refused(`INSERT INTO t (note) VALUES (N'4111 1111' + N' 1111 1111');`, 'transactsql', /joins literals/, r);
+    refused(`INSERT INTO t (note) VALUES (CONCAT('4111 ', '1111 1111', ' 1111'));`, 'mysql', /joins literals/, r);
+    refused(`INSERT INTO t (note) VALUES (CONCAT_WS(' ', '4111', '1111', '1111', '1111'));`, 'mariadb', /joins literals/, r);
+    refused(String.raw`INSERT INTO t (note) VALUES (E'4111 1111' || ' 1111 1111');`, 'postgresql', /joins literals/, r);
+    assert.equal(
+      protectSql(`INSERT INTO t (note) VALUES ('card ${CARD}' || ' ok');`, r, { sqlDialect: 'sqlite' }),
+      `INSERT INTO t (note) VALUES ('card XXXX' || ' ok');`,
+    );
+  });
+
   it('binary literals are refused for protected columns and when their bytes hold detected data', () => {
     refused(`INSERT INTO customers (name) VALUES (0x4A616E6520446F65);`, 'mysql', /binary literal/);
     refused(`INSERT INTO customers (name) VALUES (X'4A616E65');`, 'sqlite', /binary literal/);
