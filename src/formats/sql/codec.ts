@@ -394,7 +394,7 @@ class ScriptProtector {
     for (const assignment of assignments) {
       const item = assignment.item;
       if (item === undefined) {
-        if (assignment.statementHasLiteral) throw this.variableRefused(name, column, assignment.start, 'is filled by a statement that carries literals');
+        if (assignment.statementHasLiteral) throw this.variableRefused(name, column, assignment.start, 'is filled by a query that carries literals, reads other variables or fetches from a cursor');
         continue;
       }
       if (item.literal !== undefined) {
@@ -425,9 +425,11 @@ class ScriptProtector {
   private checkBindings(st: SqlStatement): void {
     if (st.bindings.length === 0) return;
     const { reaches } = this.taint(st);
+    // A table this script copies into a protected column with `*`: every literal output filling it reaches it.
+    const fedTable = st.writesTable !== undefined && this.starFeeds.has(st.writesTable);
     for (const binding of st.bindings) {
       if (!binding.literal) continue;
-      const column = reaches(binding);
+      const column = reaches(binding) ?? (fedTable ? `table ${safeName(st.writesTable!)}, which this script copies into a protected column` : undefined);
       if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
     }
   }

@@ -97,7 +97,7 @@ export interface Comparison {
 export interface VariableAssignment {
   /** The assigned value; undefined when the variable is filled from a query (`SELECT … INTO @n`, `FETCH … INTO`, `EXEC @n = …`). */
   readonly item: ValueItem | undefined;
-  /** For query-filled variables: the statement carries a string or number literal, which may be what lands in it. */
+  /** For query-filled variables: the statement carries a string or number literal or reads a variable (which may be what lands in it), or is a FETCH. */
   readonly statementHasLiteral: boolean;
   readonly start: number;
 }
@@ -120,6 +120,8 @@ export interface SqlStatement {
   readonly defaultTable: string | undefined;
   /** Lower-cased names of every table any FROM or JOIN of the statement reads, subqueries included. */
   readonly readTables: readonly string[];
+  /** The table the statement fills from its values or query (INSERT, CREATE TABLE … AS, SELECT … INTO), lower-cased. */
+  readonly writesTable: string | undefined;
   readonly insert: InsertShape | undefined;
   /** The INSERT has literal values but no column list to bind them with. */
   readonly insertWithoutColumns: boolean;
@@ -370,7 +372,8 @@ class StatementReader {
 
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
-    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    const writesTable = (insert?.table ?? createdTable(ast))?.toLowerCase();
+    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), writesTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -606,9 +609,14 @@ class StatementReader {
     const base = this.depth[seg.first];
     let hasLiteral = false;
     for (let i = seg.first; i < seg.end; i++) if (this.tokens[i].kind === 'string' || this.tokens[i].kind === 'number') hasLiteral = true;
+    // A variable filled by a query holds what the query reads: a literal in it, another variable, or
+    // (FETCH) a cursor declared elsewhere. Any of these makes its value one that cannot be protected here.
+    let readsVariable = false;
+    for (let i = seg.first; i < seg.end; i++) if (this.variableName(i) !== undefined && !this.isWord(i - 1, 'INTO') && this.tokens[i - 1]?.kind !== 'comma') readsVariable = true;
+    const fetch = this.isWord(seg.first, 'FETCH');
     const filled = (i: number): void => {
       const name = this.variableName(i)!;
-      add(name, { item: undefined, statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+      add(name, { item: undefined, statementHasLiteral: hasLiteral || readsVariable || fetch, start: this.tokens[i].start });
     };
     /** The value after the operator at `op`: up to the next comma or clause keyword at its depth. */
     const valueAfter = (op: number): ValueItem => {
@@ -871,6 +879,17 @@ function tableMap(ast: SqlAst): Map<string, string> {
     }
   }
   return map;
+}
+
+/** The table `CREATE TABLE t AS SELECT …` or `SELECT … INTO t` creates from a query. */
+function createdTable(ast: SqlAst): string | undefined {
+  if (ast.type === 'create' && ast.query_expr !== undefined && ast.query_expr !== null) return firstTableName(ast.table);
+  const into = record(ast.into);
+  if (ast.type === 'select' && into !== undefined && into.keyword !== 'var') {
+    if (typeof into.expr === 'string') return into.expr;
+    return firstTableName(into.expr);
+  }
+  return undefined;
 }
 
 /** Tables named in FROM and JOIN lists anywhere in the tree (not the INSERT or UPDATE target). */

@@ -257,8 +257,10 @@ describe('class 5: literals reaching a protected column along any path are prote
 
   it('a variable whose value cannot be protected where it is set is refused', () => {
     refused(`INSERT INTO customers (name) VALUES (@n);`, 'mysql', /not assigned in this script/);
-    refused(`SELECT 'Jane Doe' INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'mysql', /filled by a statement that carries literals/);
+    refused(`SELECT 'Jane Doe' INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'mysql', /filled by a query that carries literals/);
     refused(`SELECT name FROM staging WHERE id = 1 INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'mysql', /carries literals/);
+    refused(`SET @n = 'Jane Doe'; SELECT @n INTO @m; INSERT INTO customers (name) VALUES (@m);`, 'mysql', /variable m/);
+    refused(`DECLARE @n NVARCHAR(50); FETCH NEXT FROM c INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'transactsql', /cursor/);
     refused(`SET @n = CONCAT('Jane', ' Doe'); INSERT INTO customers (name) VALUES (@n);`, 'mysql', /expression holding literals/);
     refused(`SET @a = 'Ja', @b = 'ne'; INSERT INTO customers (name) VALUES (CONCAT(@a, @b));`, 'mysql', /several variables/);
     refused(`INSERT INTO customers (name) VALUES ($n);`, 'snowflake', /not assigned/);
@@ -277,7 +279,10 @@ describe('class 5: literals reaching a protected column along any path are prote
       /column x/,
     );
     refused(`SET @n = 'Jane Doe'; INSERT INTO staging (x) VALUES (@n); INSERT INTO customers (name) SELECT x FROM staging;`, 'mysql', /copies into a protected column/);
-    // Columns nothing copies into a protected one stay free.
+    refused(`CREATE TABLE s AS SELECT 'Jane Doe';\nINSERT INTO customers (name) SELECT * FROM s;`, 'sqlite', /table s/);
+    refused(`SELECT 'Jane Doe' AS x INTO s;\nINSERT INTO customers (name) SELECT x FROM s;`, 'postgresql', /column x/);
+    refused(`INSERT INTO s (x) SELECT * FROM (SELECT 'Jane Doe') t;\nINSERT INTO customers (name) SELECT * FROM s;`, 'sqlite', /table s/);
+        // Columns nothing copies into a protected one stay free.
     const ok = `INSERT INTO customers (name, note) SELECT name, note FROM staging;\nINSERT INTO audit (note) VALUES ('imported');\nINSERT INTO staging (other) VALUES ('x');`;
     assert.equal(masked(ok, 'sqlite'), ok);
   });
