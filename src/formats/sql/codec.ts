@@ -108,6 +108,14 @@ class ScriptProtector {
       for (const variable of cmp.variables) this.protectVariable(variable, action, this.label(st, cmp.column, undefined), cmp.column.start);
     }
     if (st.insert !== undefined) this.insert(st);
+    // A column default is stored in every row that does not name the column: protect it like a value.
+    for (const d of st.defaults) {
+      const action = this.action(d.column.name, this.pathOf(st, d.column, st.defaultTable));
+      if (action === undefined) continue;
+      const label = this.label(st, d.column, st.defaultTable);
+      if (d.item.literal !== undefined && d.item.literal.kind !== 'name' && action.removes(literalValue(this.script, d.item.literal))) this.replace(d.item.literal, 'NULL');
+      else this.applyItem(action, d.item, label);
+    }
     for (const list of st.assignmentLists) {
       const removed: number[] = [];
       list.items.forEach((assignment, k) => {

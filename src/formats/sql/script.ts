@@ -102,6 +102,12 @@ export interface VariableAssignment {
   readonly start: number;
 }
 
+/** `name TEXT DEFAULT 'x'`, `ALTER COLUMN name SET DEFAULT 'x'`, T-SQL `DEFAULT N'x' FOR name`. */
+export interface ColumnDefault {
+  readonly column: ColumnName;
+  readonly item: ValueItem;
+}
+
 /** A comparison of a column with literals as the parser saw it (for the cross-check). */
 export interface AstComparison {
   readonly column: string;
@@ -128,6 +134,8 @@ export interface SqlStatement {
   /** SET lists (UPDATE, ON DUPLICATE KEY UPDATE, ON CONFLICT DO UPDATE), with the table they update. */
   readonly assignmentLists: readonly AssignmentList[];
   readonly comparisons: readonly Comparison[];
+  /** Column defaults set by CREATE TABLE / ALTER TABLE: a literal the server stores in every new row. */
+  readonly defaults: readonly ColumnDefault[];
   readonly astComparisons: readonly AstComparison[];
   /** Values bound to columns by the statement's structure rather than as one literal (see sql-bindings.ts). */
   readonly bindings: readonly SqlBinding[];
@@ -290,6 +298,8 @@ const TYPED_LITERAL_WORDS = new Set(['DATE', 'TIME', 'TIMESTAMP', 'DATETIME']);
 /** Words that are never column names in a comparison. */
 const NOT_COLUMNS = new Set(['NULL', 'TRUE', 'FALSE', 'END', 'THEN', 'ELSE', 'CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP', 'ALL', 'ANY', 'SOME', 'EXISTS']);
 const ASSIGNMENT_LIST_END = new Set(['WHERE', 'FROM', 'RETURNING', 'OUTPUT', 'ORDER', 'LIMIT', 'OPTION']);
+/** Words that end a column default's value inside its definition. */
+const DEFAULT_END = new Set(['NOT', 'NULL', 'PRIMARY', 'UNIQUE', 'CHECK', 'REFERENCES', 'COLLATE', 'CONSTRAINT', 'AUTO_INCREMENT', 'COMMENT', 'GENERATED', 'FIRST', 'AFTER', 'FOR', 'ON', 'WITH', 'IDENTITY', 'KEY']);
 const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'RETURNING', 'WINDOW', 'QUALIFY']);
 
 /** Reads statements of one script; holds the per-token depth and bracket matching. */
@@ -373,7 +383,8 @@ class StatementReader {
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
     const writesTable = (insert?.table ?? createdTable(ast))?.toLowerCase();
-    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), writesTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    const defaults = this.isWord(seg.first, 'CREATE') || this.isWord(seg.first, 'ALTER') ? this.readDefaults(seg) : [];
+    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -521,6 +532,47 @@ class StatementReader {
       items.push({ column: this.columnName(a, eq), item: this.valueItem(eq + 1, b), start: this.tokens[a].start, end: this.tokens[b - 1].end });
     }
     return items;
+  }
+
+  /**
+   * Every `DEFAULT <value>` of a CREATE or ALTER statement, with the column it is for: T-SQL's
+   * `DEFAULT … FOR col`; else the column whose definition holds it — the first name after the
+   * `(` or `,` that opens the definition, or after ADD / ALTER / MODIFY [COLUMN] (CHANGE: the new name).
+   */
+  private readDefaults(seg: Segment): ColumnDefault[] {
+    const found: ColumnDefault[] = [];
+    const SKIP = new Set(['ADD', 'ALTER', 'MODIFY', 'COLUMN', 'IF', 'NOT', 'EXISTS']);
+    for (let k = seg.first; k < seg.end; k++) {
+      if (!this.isWord(k, 'DEFAULT')) continue;
+      const d = this.depth[k];
+      // The value runs to the next comma or constraint keyword of its definition (`NOT NULL`, `FOR col`, …).
+      let end = k + 2;
+      if (!this.isWord(k + 1, 'NULL')) {
+        end = k + 1;
+        while (end < seg.end && this.depth[end] >= d && !(this.depth[end] === d && (this.tokens[end].kind === 'comma' || (this.tokens[end].kind === 'word' && DEFAULT_END.has(this.tokens[end].text))))) end++;
+      }
+      if (end <= k + 1 || end > seg.end) continue;
+      const item = this.valueItem(k + 1, end);
+      let column: ColumnName | undefined;
+      if (this.isWord(end, 'FOR')) {
+        const named = this.columnStartingAt(end + 1, seg.end);
+        column = named?.[0];
+      } else {
+        let a = k - 1;
+        while (a > seg.first && !(this.depth[a] === d && this.tokens[a].kind === 'comma') && !(this.tokens[a].kind === 'open' && this.depth[a] === d - 1)) {
+          if (this.depth[a] === d && this.tokens[a].kind === 'word' && (this.tokens[a].text === 'ADD' || this.tokens[a].text === 'ALTER' || this.tokens[a].text === 'MODIFY' || this.tokens[a].text === 'CHANGE') && !this.isWord(a + 1, 'TABLE')) break;
+          a--;
+        }
+        let b = a + 1;
+        const change = this.isWord(a, 'CHANGE');
+        while (b < k && this.tokens[b].kind === 'word' && SKIP.has(this.tokens[b].text)) b++;
+        if (change) b++;
+        if (b < k && (this.tokens[b].kind === 'word' || this.tokens[b].kind === 'ident')) column = this.columnName(b, b + 1);
+      }
+      if (column !== undefined) found.push({ column, item });
+      k = end - 1;
+    }
+    return found;
   }
 
   /** A (possibly qualified) column name from tokens [a, b): the last part is the column. */

@@ -287,6 +287,23 @@ describe('class 5: literals reaching a protected column along any path are prote
     assert.equal(masked(ok, 'sqlite'), ok);
   });
 
+  it('a column default (stored in every row that does not name the column) is protected like a value', () => {
+    assert.equal(
+      masked(`CREATE TABLE customers (id INT DEFAULT 0, name TEXT NOT NULL DEFAULT 'Jane Doe', note TEXT DEFAULT 'x');`, 'sqlite'),
+      `CREATE TABLE customers (id INT DEFAULT 0, name TEXT NOT NULL DEFAULT '**** ***', note TEXT DEFAULT 'x');`,
+    );
+    assert.equal(masked(`ALTER TABLE customers ALTER COLUMN name SET DEFAULT 'Jane Doe';`, 'postgresql'), `ALTER TABLE customers ALTER COLUMN name SET DEFAULT '**** ***';`);
+    assert.equal(masked(`ALTER TABLE customers ADD COLUMN name VARCHAR(20) DEFAULT 'Jane Doe';`, 'mysql'), `ALTER TABLE customers ADD COLUMN name VARCHAR(20) DEFAULT '**** ***';`);
+    assert.equal(masked(`ALTER TABLE customers CHANGE old name VARCHAR(20) DEFAULT 'Jane';`, 'mysql'), `ALTER TABLE customers CHANGE old name VARCHAR(20) DEFAULT '****';`);
+    assert.equal(
+      masked(`ALTER TABLE customers ADD CONSTRAINT df_name DEFAULT N'Jane Doe' FOR name;`, 'transactsql'),
+      `ALTER TABLE customers ADD CONSTRAINT df_name DEFAULT N'**** ***' FOR name;`,
+    );
+    refused(`ALTER TABLE customers ALTER COLUMN name SET DEFAULT 'Jane' || ' Doe';`, 'postgresql', /expression/);
+    const plain = `CREATE TABLE t (id INT DEFAULT 1, name VARCHAR(9) DEFAULT NULL, created TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP);`;
+    assert.equal(masked(plain, 'mysql'), plain);
+  });
+
   it('dynamic SQL and calls that pass values to routines or prepared statements are refused', () => {
     refused(`DECLARE @s NVARCHAR(MAX) = N'SELECT 1'; EXEC(@s);`, 'transactsql', /dynamic SQL/);
     refused(`EXEC sp_executesql @s;`, 'transactsql', /dynamic SQL/);

@@ -72,6 +72,18 @@ describe('SQLite stores what the gateway protected (class 5)', () => {
     assert.ok(refusedCount > 0);
   });
 
+  it('a protected column default: rows that do not name the column store the masked default', (t) => {
+    if (!available) {
+      t.skip(`${SQLITE_MISSING}: the SQLite reader test did not run`);
+      return;
+    }
+    const script = `CREATE TABLE customers (id INT, name TEXT DEFAULT 'Jane Doe');\nINSERT INTO customers (id) VALUES (1);`;
+    assert.equal(sqlite(`${script}\nSELECT name FROM customers;`), 'Jane Doe\n');
+    const out = protectOrRefuse(script, 'sqlite');
+    assert.ok(out !== undefined);
+    assert.equal(sqlite(`${out}\nSELECT name FROM customers;`), '**** ***\n');
+  });
+
   it('a generated mix of shapes and names is never stored in clear', (t) => {
     if (!available) {
       t.skip(`${SQLITE_MISSING}: the SQLite reader test did not run`);
