@@ -10,7 +10,7 @@ import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
 import { decodeString } from './literals.ts';
-import { malformed, SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
+import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
   /** Characters in the script. */
@@ -205,12 +205,16 @@ function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDial
       decodeString(sql, t, dialect);
     } catch (err) {
       if (!(err instanceof EscapeError)) throw err;
-      throw malformed(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
+      throw refusedAt(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
     }
     if (tokens[k + 1]?.kind === 'string') {
-      throw malformed(positions, tokens[k + 1].start, 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
+      throw refusedAt(positions, tokens[k + 1].start, 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
     }
   }
+}
+
+function refusedAt(positions: SourcePositions, offset: number, what: string): DpgError {
+  return new DpgError('MALFORMED_DATA_SET', `SQL at ${positions.describe(offset)}: ${what}`);
 }
 
 /**
