@@ -67,6 +67,15 @@ export function startPostgres(): Postgres | string {
     rmSync(dir, { recursive: true, force: true });
     return `the PostgreSQL server did not start: ${start.stderr.trim().split('\n').pop()}`;
   }
+  let stopped = false;
+  const stop = (): void => {
+    if (stopped) return;
+    stopped = true;
+    as(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  // A test run that ends without `close` (a crash, a timeout) must not leave a server behind.
+  process.once('exit', stop);
   return {
     psql(sql, keepGoing = false) {
       const r = spawnSync(psqlBin, ['-h', dir, '-U', 'postgres', '-X', '-q', '-A', '-t', '-0', '-v', `ON_ERROR_STOP=${keepGoing ? 0 : 1}`, '-d', 'postgres'], {
@@ -77,8 +86,8 @@ export function startPostgres(): Postgres | string {
       return { ok: true, out: r.stdout };
     },
     close() {
-      as(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
-      rmSync(dir, { recursive: true, force: true });
+      process.removeListener('exit', stop);
+      stop();
     },
   };
 }
