@@ -19,6 +19,8 @@ export interface SqlBinding {
   readonly reads: readonly string[];
   /** The construct, for error messages ("a derived table"). */
   readonly construct: string;
+  /** The value is stored in (copied into) its columns, not only compared with them. */
+  readonly copies: boolean;
 }
 
 interface SelectContext {
@@ -68,7 +70,7 @@ class BindingCollector {
         const column = columnNameOf(entry);
         if (column === undefined) continue;
         // The literals of a SET value are handled on the tokens; what it reads still matters (UPDATE … FROM).
-        this.out.push({ columns: [column], qualifier: undefined, literal: false, reads: this.reads(record(entry)?.value), construct: 'a SET list' });
+        this.out.push({ columns: [column], qualifier: undefined, literal: false, reads: this.reads(record(entry)?.value), construct: 'a SET list', copies: true });
       }
     }
     this.walk(ast, 0);
@@ -108,7 +110,7 @@ class BindingCollector {
         const query = queryOf(e?.expr);
         if (query === undefined && e !== undefined && e.expr !== undefined && this.containsLiteral(e.expr)) {
           // A table-valued function over literals (unnest(ARRAY['…']), json_table('…')): its rows are literal data.
-          this.out.push({ columns: [UNNAMED], qualifier: undefined, literal: true, reads: [], construct: 'a table function over literals' });
+          this.out.push({ columns: [UNNAMED], qualifier: undefined, literal: true, reads: [], construct: 'a table function over literals', copies: true });
         }
         if (query === undefined || this.contexts.has(query)) continue;
         this.contexts.set(query, { names: derivedColumnNames(e!.as), boundTo: [], tokenBound: false, construct: 'a derived table' });
@@ -145,7 +147,8 @@ class BindingCollector {
     // An output without a name of ours still has one on the server (`?column?`, `column1`, the literal's
     // own text, a position for `*`): UNNAMED stands for it, and matches whatever a protected value reads.
     const columns = name === undefined ? [UNNAMED, ...boundTo] : [name, ...boundTo];
-    this.out.push({ columns, qualifier: undefined, literal: !tokenBound && this.containsLiteral(expr), reads: this.reads(expr), construct });
+    const copies = construct !== 'a subquery compared with it';
+    this.out.push({ columns, qualifier: undefined, literal: !tokenBound && this.containsLiteral(expr), reads: this.reads(expr), construct, copies });
   }
 
   private comparison(r: Record<string, unknown>): void {
@@ -166,7 +169,7 @@ class BindingCollector {
       if (queryOf(side) !== undefined) continue;
       const columns = this.reads(side).filter((c) => c !== '*');
       if (columns.length > 0 && this.containsLiteral(other)) {
-        this.out.push({ columns, qualifier: undefined, literal: true, reads: [], construct: 'an expression over it compared with literals' });
+        this.out.push({ columns, qualifier: undefined, literal: true, reads: [], construct: 'an expression over it compared with literals', copies: false });
       }
     }
   }
@@ -186,7 +189,7 @@ class BindingCollector {
       for (const item of r.value) this.operand(item, column);
       return;
     }
-    this.out.push({ columns: [column.column], qualifier: column.qualifier, literal: this.containsLiteral(r), reads: this.reads(r), construct: 'an expression compared with it' });
+    this.out.push({ columns: [column.column], qualifier: column.qualifier, literal: this.containsLiteral(r), reads: this.reads(r), construct: 'an expression compared with it', copies: false });
   }
 
   /** A value the token reading binds (a literal, `'x'::type`) or that holds no data (column, parameter, NULL). */

@@ -447,7 +447,7 @@ class ScriptProtector {
    * WITH/derived levels, and how a binding reaches a protected column (for the message; undefined
    * when it does not).
    */
-  private taint(st: SqlStatement): { tainted: ReadonlySet<string>; reaches: (binding: SqlBinding) => string | undefined } {
+  private taint(st: SqlStatement, copiesOnly = false): { tainted: ReadonlySet<string>; reaches: (binding: SqlBinding) => string | undefined } {
     const tainted = new Set<string>();
     /** How the binding reaches a protected column, for the message; undefined when it does not. */
     const protectedColumn = (binding: SqlBinding): string | undefined => {
@@ -471,7 +471,7 @@ class ScriptProtector {
     for (let changed = true; changed; ) {
       changed = false;
       for (const binding of st.bindings) {
-        if (protectedColumn(binding) === undefined) continue;
+        if ((copiesOnly && !binding.copies) || protectedColumn(binding) === undefined) continue;
         for (const read of binding.reads) {
           if (!tainted.has(read)) {
             tainted.add(read);
@@ -491,7 +491,8 @@ class ScriptProtector {
   collectFeeds(st: SqlStatement): boolean {
     if (st.bindings.length === 0) return false;
     const before = this.feeds.size + this.starFeeds.size;
-    const { tainted } = this.taint(st);
+    // Only copies count: a column compared with a protected one (`JOIN … ON c.name = o.buyer`) holds its own data.
+    const { tainted } = this.taint(st, true);
     for (const name of tainted) {
       if (name === '*') for (const table of st.readTables) this.starFeeds.add(table);
       else this.feeds.add(name);
