@@ -663,16 +663,40 @@ class StatementReader {
       else list.push(assignment);
     };
     const base = this.depth[seg.first];
+    const head = this.tokens[seg.first];
+    const headWord = head.kind === 'word' ? head.text : '';
     let hasLiteral = false;
     for (let i = seg.first; i < seg.end; i++) if (this.tokens[i].kind === 'string' || this.tokens[i].kind === 'number') hasLiteral = true;
+    /** Token i is a variable in an `INTO @a, @b` list (filled, not read). */
+    const inInto = (i: number): boolean => {
+      let k = i - 1;
+      while (k > seg.first && this.tokens[k].kind === 'comma' && this.variableName(k - 1) !== undefined) k -= 2;
+      return this.isWord(k, 'INTO');
+    };
     // A variable filled by a query holds what the query reads: a literal in it, another variable, or
     // (FETCH) a cursor declared elsewhere. Any of these makes its value one that cannot be protected here.
     let readsVariable = false;
-    for (let i = seg.first; i < seg.end; i++) if (this.variableName(i) !== undefined && !this.isWord(i - 1, 'INTO') && this.tokens[i - 1]?.kind !== 'comma') readsVariable = true;
+    /** Token i is the variable an assignment sets (`@n :=`, or `@n =` opening an item of a SET, SELECT or DECLARE list). */
+    const isTarget = (i: number): boolean => {
+      const next = this.tokens[i + 1];
+      if (next?.kind === 'op' && next.text === ':=') return true;
+      const prev = this.tokens[i - 1];
+      const opensItem = prev !== undefined && this.depth[i] === base && (prev.kind === 'comma' || (prev.kind === 'word' && (prev.text === 'SET' || prev.text === 'SELECT' || prev.text === 'DECLARE')));
+      return opensItem && next?.kind === 'op' && next.text === '=';
+    };
+    for (let i = seg.first; i < seg.end; i++) if (this.variableName(i) !== undefined && !inInto(i) && !isTarget(i)) readsVariable = true;
     const fetch = this.isWord(seg.first, 'FETCH');
     const filled = (i: number): void => {
       const name = this.variableName(i)!;
       add(name, { item: undefined, statementHasLiteral: hasLiteral || readsVariable || fetch, start: this.tokens[i].start });
+    };
+    /**
+     * An assignment of `item`. Inside a query (`SELECT @n := x FROM …`, T-SQL `SELECT @n = x FROM …`)
+     * anything but a single literal is a value the query reads — filled, as by INTO.
+     */
+    const assigned = (i: number, item: ValueItem): void => {
+      if (item.literal === undefined && headWord !== 'SET' && headWord !== 'DECLARE') filled(i);
+      else add(this.variableName(i)!, { item, statementHasLiteral: hasLiteral, start: this.tokens[i].start });
     };
     /** The value after the operator at `op`: up to the next comma or clause keyword at its depth. */
     const valueAfter = (op: number): ValueItem => {
@@ -686,17 +710,12 @@ class StatementReader {
       // `+=`, `||=` and the like read as an operator followed by `=`: an assignment all the same.
       return t !== undefined && t.kind === 'op' && (t.text === '=' || t.text === ':=');
     };
-    const head = this.tokens[seg.first];
-    const headWord = head.kind === 'word' ? head.text : '';
     for (let i = seg.first; i < seg.end; i++) {
       const name = this.variableName(i);
       if (name === undefined) continue;
       const prev = this.tokens[i - 1];
       const next = this.tokens[i + 1];
-      // INTO @a, @b
-      let k = i - 1;
-      while (k > seg.first && this.tokens[k].kind === 'comma' && this.variableName(k - 1) !== undefined) k -= 2;
-      if (this.isWord(k, 'INTO') && k !== i) {
+      if (inInto(i)) {
         filled(i);
         continue;
       }
@@ -705,7 +724,7 @@ class StatementReader {
         continue;
       }
       if (next?.kind === 'op' && next.text === ':=') {
-        add(name, { item: valueAfter(i + 1), statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+        assigned(i, valueAfter(i + 1));
         continue;
       }
       const compound = next?.kind === 'op' && next.text !== '=' && isAssign(i + 2) && next.end === this.tokens[i + 2].start;
@@ -723,7 +742,7 @@ class StatementReader {
         while (eq < seg.end && !(this.depth[eq] === base && (isAssign(eq) || this.tokens[eq].kind === 'comma'))) eq++;
         if (!isAssign(eq)) continue;
       }
-      if (isAssign(eq)) add(name, { item: valueAfter(eq), statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+      if (isAssign(eq)) assigned(i, valueAfter(eq));
     }
     // Snowflake: SET a = …, SET (a, b) = (…, …)
     if (this.dialect.name === 'snowflake' && headWord === 'SET') {
@@ -737,11 +756,10 @@ class StatementReader {
         const names = this.splitList(first + 1, close, base + 1);
         const valuesOpen = close + 2;
         const values = isAssign(close + 1) && this.tokens[valuesOpen]?.kind === 'open' && this.match[valuesOpen] !== -1 ? this.splitList(valuesOpen + 1, this.match[valuesOpen], base + 1) : [];
-        names.forEach(([a, b], n) => {
+        names.forEach(([a], n) => {
           const value = values[n];
           const item = value === undefined || values.length !== names.length ? undefined : this.valueItem(value[0], value[1]);
           add(this.tokens[a].text.toLowerCase(), { item, statementHasLiteral: true, start: this.tokens[a].start });
-          void b;
         });
       }
     }

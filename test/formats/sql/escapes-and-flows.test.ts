@@ -261,6 +261,11 @@ describe('class 5: literals reaching a protected column along any path are prote
     refused(`SELECT name FROM staging WHERE id = 1 INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'mysql', /carries literals/);
     refused(`SET @n = 'Jane Doe'; SELECT @n INTO @m; INSERT INTO customers (name) VALUES (@m);`, 'mysql', /variable m/);
     refused(`DECLARE @n NVARCHAR(50); FETCH NEXT FROM c INTO @n; INSERT INTO customers (name) VALUES (@n);`, 'transactsql', /cursor/);
+    // A variable a query fills from a column passes when the query carries no literal; with one (a derived table), it is refused.
+    const fromColumn = `DECLARE @n NVARCHAR(50); SELECT @n = name FROM staging; INSERT INTO customers (name) VALUES (@n);`;
+    assert.equal(masked(fromColumn, 'transactsql'), fromColumn);
+    refused(`DECLARE @n NVARCHAR(50); SELECT @n = x FROM (SELECT N'Jane Doe' AS x) t; INSERT INTO customers (name) VALUES (@n);`, 'transactsql', /variable n/);
+    refused(`SELECT @n := x FROM (SELECT 'Jane Doe' AS x) t; INSERT INTO customers (name) VALUES (@n);`, 'mysql', /variable n/);
     refused(`SET @n = CONCAT('Jane', ' Doe'); INSERT INTO customers (name) VALUES (@n);`, 'mysql', /expression holding literals/);
     refused(`SET @a = 'Ja', @b = 'ne'; INSERT INTO customers (name) VALUES (CONCAT(@a, @b));`, 'mysql', /several variables/);
     refused(`INSERT INTO customers (name) VALUES ($n);`, 'snowflake', /not assigned/);
