@@ -41,6 +41,20 @@ function postgresBin(): string | undefined {
 
 /** Starts a PostgreSQL server of its own, or returns why it cannot (for the test's skip line). */
 export function startPostgres(): Postgres | string {
+  try {
+    return start();
+  } catch (err) {
+    return `PostgreSQL could not be started (${err instanceof Error ? err.message : String(err)})`;
+  }
+}
+
+function idOf(flag: '-u' | '-g', user: string): number {
+  const r = spawnSync('id', [flag, user], { encoding: 'utf8' });
+  if (r.status !== 0 || r.stdout === null) throw new Error(`no ${user} user`);
+  return Number(r.stdout.trim());
+}
+
+function start(): Postgres | string {
   const bin = postgresBin();
   if (bin === undefined) return 'PostgreSQL is not installed (Debian package postgresql; .ci/run installs it)';
   const psqlBin = existsSync('/usr/bin/psql') ? '/usr/bin/psql' : join(bin, 'psql');
@@ -48,24 +62,21 @@ export function startPostgres(): Postgres | string {
   const root = process.getuid?.() === 0;
   const user = root ? 'postgres' : undefined;
   if (root && spawnSync('id', ['-u', 'postgres']).status !== 0) return 'running as root and there is no postgres user to run PostgreSQL as';
+  const owner = root ? [idOf('-u', 'postgres'), idOf('-g', 'postgres')] : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'dpg-pg-'));
-  if (root) {
-    const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
-    const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
-    chownSync(dir, uid, gid);
-  }
+  if (owner !== undefined) chownSync(dir, owner[0], owner[1]);
   const as = (cmd: string, args: string[]) => (user === undefined ? spawnSync(cmd, args, { encoding: 'utf8' }) : spawnSync('runuser', ['-u', user, '--', cmd, ...args], { encoding: 'utf8' }));
   const data = join(dir, 'data');
   const init = as(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
   if (init.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    return `initdb failed: ${init.stderr.trim().split('\n').pop()}`;
+    return `initdb failed: ${(init.stderr ?? String(init.error)).trim().split('\n').pop()}`;
   }
   const options = `-k ${dir} -c listen_addresses='' -c fsync=off -c full_page_writes=off`;
-  const start = as(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-w', '-t', '30', '-l', join(dir, 'log'), 'start']);
-  if (start.status !== 0) {
+  const started = as(join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-w', '-t', '30', '-l', join(dir, 'log'), 'start']);
+  if (started.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    return `the PostgreSQL server did not start: ${start.stderr.trim().split('\n').pop()}`;
+    return `the PostgreSQL server did not start: ${(started.stderr ?? String(started.error)).trim().split('\n').pop()}`;
   }
   let stopped = false;
   const stop = (): void => {
