@@ -19,6 +19,8 @@ export interface SqlBinding {
   readonly reads: readonly string[];
   /** The construct, for error messages ("a derived table"). */
   readonly construct: string;
+  /** The value is stored in (copied into) its columns, not only compared with them. */
+  readonly copies: boolean;
 }
 
 interface SelectContext {
@@ -32,6 +34,8 @@ interface SelectContext {
 }
 
 const MAX_DEPTH = 400;
+/** The column name of a query output that has none we can know (see bind). */
+export const UNNAMED = '\u0000unnamed';
 
 /** Every binding in one statement's tree, subqueries included. */
 export function collectBindings(ast: SqlAst, dialect: SqlDialect): SqlBinding[] {
@@ -66,7 +70,7 @@ class BindingCollector {
         const column = columnNameOf(entry);
         if (column === undefined) continue;
         // The literals of a SET value are handled on the tokens; what it reads still matters (UPDATE … FROM).
-        this.out.push({ columns: [column], qualifier: undefined, literal: false, reads: this.reads(record(entry)?.value), construct: 'a SET list' });
+        this.out.push({ columns: [column], qualifier: undefined, literal: false, reads: this.reads(record(entry)?.value), construct: 'a SET list', copies: true });
       }
     }
     this.walk(ast, 0);
@@ -104,6 +108,10 @@ class BindingCollector {
       for (const entry of r.from) {
         const e = record(entry);
         const query = queryOf(e?.expr);
+        if (query === undefined && e !== undefined && e.expr !== undefined && this.containsLiteral(e.expr)) {
+          // A table-valued function over literals (unnest(ARRAY['…']), json_table('…')): its rows are literal data.
+          this.out.push({ columns: [UNNAMED], qualifier: undefined, literal: true, reads: [], construct: 'a table function over literals', copies: true });
+        }
         if (query === undefined || this.contexts.has(query)) continue;
         this.contexts.set(query, { names: derivedColumnNames(e!.as), boundTo: [], tokenBound: false, construct: 'a derived table' });
       }
@@ -136,9 +144,11 @@ class BindingCollector {
   }
 
   private bind(name: string | undefined, boundTo: readonly string[], expr: unknown, tokenBound: boolean, construct: string): void {
-    const columns = name === undefined ? boundTo : [name, ...boundTo];
-    if (columns.length === 0) return;
-    this.out.push({ columns, qualifier: undefined, literal: !tokenBound && this.containsLiteral(expr), reads: this.reads(expr), construct });
+    // An output without a name of ours still has one on the server (`?column?`, `column1`, the literal's
+    // own text, a position for `*`): UNNAMED stands for it, and matches whatever a protected value reads.
+    const columns = name === undefined ? [UNNAMED, ...boundTo] : [name, ...boundTo];
+    const copies = construct !== 'a subquery compared with it';
+    this.out.push({ columns, qualifier: undefined, literal: !tokenBound && this.containsLiteral(expr), reads: this.reads(expr), construct, copies });
   }
 
   private comparison(r: Record<string, unknown>): void {
@@ -159,7 +169,7 @@ class BindingCollector {
       if (queryOf(side) !== undefined) continue;
       const columns = this.reads(side).filter((c) => c !== '*');
       if (columns.length > 0 && this.containsLiteral(other)) {
-        this.out.push({ columns, qualifier: undefined, literal: true, reads: [], construct: 'an expression over it compared with literals' });
+        this.out.push({ columns, qualifier: undefined, literal: true, reads: [], construct: 'an expression over it compared with literals', copies: false });
       }
     }
   }
@@ -179,12 +189,14 @@ class BindingCollector {
       for (const item of r.value) this.operand(item, column);
       return;
     }
-    this.out.push({ columns: [column.column], qualifier: column.qualifier, literal: this.containsLiteral(r), reads: this.reads(r), construct: 'an expression compared with it' });
+    this.out.push({ columns: [column.column], qualifier: column.qualifier, literal: this.containsLiteral(r), reads: this.reads(r), construct: 'an expression compared with it', copies: false });
   }
 
   /** A value the token reading binds (a literal, `'x'::type`) or that holds no data (column, parameter, NULL). */
   private isPlain(r: Record<string, unknown>): boolean {
     if (astLiteralKey(r, this.dialect) !== undefined) return true;
+    // A lone variable is bound on the tokens, where its assignments are protected (codec.ts).
+    if (isUserVariable(r)) return true;
     if (r.type === 'column_ref' || r.type === 'param' || r.type === 'origin' || r.type === 'var') return !this.containsLiteral(r);
     if (r.type === 'cast' && r.symbol === '::') {
       const inner = record(r.expr);
@@ -199,6 +211,8 @@ class BindingCollector {
     if (Array.isArray(node)) return node.some((child) => this.containsLiteral(child, depth + 1));
     const r = node as Record<string, unknown>;
     if (r.type === 'var' && typeof r.name === 'number') return false;
+    // A session or script variable may hold a literal from anywhere in the script (or an earlier one).
+    if (isUserVariable(r)) return true;
     const key = astLiteralKey(r, this.dialect);
     if (key !== undefined && key !== 'null' && !key.startsWith('bool:')) return true;
     for (const k of Object.keys(r)) {
@@ -229,6 +243,15 @@ class BindingCollector {
     visit(node, 0);
     return [...found];
   }
+}
+
+/** `@n` (MySQL's var, T-SQL's column_ref named @n) or Snowflake's `$n`; not `@@system` variables. */
+function isUserVariable(r: Record<string, unknown>): boolean {
+  if (r.type === 'var' && typeof r.name === 'string') {
+    const prefix = typeof r.prefix === 'string' ? r.prefix : '';
+    return prefix === '@' || (prefix === '$' && /^[A-Za-z_]/.test(r.name));
+  }
+  return r.type === 'column_ref' && typeof r.column === 'string' && /^@[^@]/.test(r.column);
 }
 
 /** The query a node holds: a SELECT or VALUES itself, or the {ast} wrapper subqueries come in. */

@@ -5,9 +5,9 @@ import { DpgError } from '../../core/errors.ts';
 import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
-import type { SqlBinding } from './bindings.ts';
+import { UNNAMED, type SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
-import { decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
+import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
 import {
   DEFAULT_SQL_LIMITS,
   readSqlScript,
@@ -31,6 +31,12 @@ export function protectSql(sql: string, resolver: FieldResolver, options: CodecO
   const dialect = sqlDialect(options.sqlDialect);
   const script = readSqlScript(sql, dialect, limits);
   const protector = new ScriptProtector(script, resolver);
+  // A copied column is treated as protected when feeds are collected again, so chains of copies
+  // (staging → s2 → customers) are followed to the literal; the sets only grow, so this ends.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const statement of script.statements) if (protector.collectFeeds(statement)) changed = true;
+  }
   for (const statement of script.statements) protector.statement(statement);
   protector.detectInLiterals();
   return splice(sql, protector.edits);
@@ -52,7 +58,7 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
     case 'bool':
       return slot.token.text === 'TRUE';
     case 'number':
-      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative);
+      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative, script.dialect);
     case 'name':
       return slot.token.text;
     default:
@@ -62,6 +68,9 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
 
 class ScriptProtector {
   readonly edits: Edit[] = [];
+  /** Column names (lower case) the script reads into protected columns; tables it reads into them with `*`. */
+  private readonly feeds = new Set<string>();
+  private readonly starFeeds = new Set<string>();
   private readonly edited = new Set<number>();
   private readonly actions = new Map<string, FieldAction | undefined>();
   private readonly sql: string;
@@ -78,6 +87,7 @@ class ScriptProtector {
   statement(st: SqlStatement): void {
     this.checkReliable(st);
     this.checkBindings(st);
+    this.checkFeeds(st);
     // Comparisons first: where a comparison sits inside a SET or VALUES expression, its own column wins.
     for (const cmp of st.comparisons) {
       const path = this.pathOf(st, cmp.column, undefined);
@@ -95,8 +105,17 @@ class ScriptProtector {
           this.applyOne(action, slot, value, this.label(st, cmp.column, undefined));
         }
       }
+      for (const variable of cmp.variables) this.protectVariable(variable, action, this.label(st, cmp.column, undefined), cmp.column.start);
     }
     if (st.insert !== undefined) this.insert(st);
+    // A column default is stored in every row that does not name the column: protect it like a value.
+    for (const d of st.defaults) {
+      const action = this.action(d.column.name, this.pathOf(st, d.column, st.defaultTable));
+      if (action === undefined) continue;
+      const label = this.label(st, d.column, st.defaultTable);
+      if (d.item.literal !== undefined && d.item.literal.kind !== 'name' && action.removes(literalValue(this.script, d.item.literal))) this.replace(d.item.literal, 'NULL');
+      else this.applyItem(action, d.item, label);
+    }
     for (const list of st.assignmentLists) {
       const removed: number[] = [];
       list.items.forEach((assignment, k) => {
@@ -132,11 +151,15 @@ class ScriptProtector {
       const items = insert.rows.map((row) => row[c]).filter((item): item is ValueItem => item !== undefined);
       if (items.some((item) => action.removes(this.itemValue(item)))) {
         removed.push(c);
+        for (const item of items) for (const variable of item.variables) this.protectVariable(variable, action, safeName(column.name), item.start);
         return;
       }
       const label = this.label(st, column, insert.table);
       const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
-      for (const item of literals) if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
+      for (const item of literals) {
+        if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
+        this.checkText(item.literal!, label);
+      }
       if (literals.length > 0) {
         const slots = literals.map((item) => item.literal!);
         const values = slots.map((slot) => literalValue(this.script, slot));
@@ -213,18 +236,87 @@ class ScriptProtector {
   detectInLiterals(): void {
     const content = this.resolver.contentAction?.();
     if (content === undefined) return;
+    this.checkConcatenations(content);
     for (const token of this.script.tokens) {
       if (this.edited.has(token.start)) continue;
+      const bytes = binaryBytes(this.sql, token, this.dialect);
+      if (bytes !== undefined) {
+        // Bytes the server may store as text: read them as it may, and refuse when they hold detected data.
+        for (const text of binaryTexts(bytes, this.dialect)) {
+          if (!Object.is(content.apply(text, () => `literal at ${this.where(token.start)}`), text)) throw this.binaryRefused(token.start, 'detected data');
+        }
+        continue;
+      }
       let slot: LiteralSlot;
       if (token.kind === 'string') {
-        if (token.prefix === 'X' || token.prefix === 'B') continue; // binary and bit strings
+        if (token.prefix === 'B') continue; // PostgreSQL bit strings
         slot = { start: token.start, end: token.end, token, kind: 'string', negative: false };
       } else if (token.kind === 'number') {
-        if (token.end - token.start < 12) continue; // too short for any detected kind
+        // Too short for any detected kind (a hex integer is shorter than its decimal value: always read).
+        if (token.end - token.start < 12 && !/^0x/i.test(this.sql.slice(token.start, token.end))) continue;
         slot = { start: token.start, end: token.end, token, kind: 'number', negative: false };
       } else continue;
       const value = literalValue(this.script, slot);
       this.write(slot, value, content.apply(value, () => `literal at ${this.where(slot.start)}`));
+    }
+  }
+
+  /**
+   * A value split across literals the server joins — `'4111 1111' || ' 1111 1111'`, T-SQL's `+`,
+   * `CONCAT('…', '…')`, `CONCAT_WS(' ', '…', '…')` — is detected in the joined text. Protecting the
+   * pieces one by one cannot protect what only the whole holds, so when detection finds more in the
+   * whole than in its pieces the request is refused.
+   */
+  private checkConcatenations(content: FieldAction): void {
+    const tokens = this.script.tokens;
+    const text = (k: number): string | undefined => {
+      const t = tokens[k];
+      if (t?.kind !== 'string' || binaryBytes(this.sql, t, this.dialect) !== undefined) return undefined;
+      return decodeString(this.sql, t, this.dialect);
+    };
+    const joins = (k: number): boolean => {
+      const t = tokens[k];
+      return t?.kind === 'op' && (t.text === '||' || (t.text === '+' && this.dialect.name === 'transactsql'));
+    };
+    const check = (pieces: string[], separator: string, at: number): void => {
+      if (pieces.length < 2) return;
+      const whole = pieces.join(separator);
+      const where = () => `literal at ${this.where(at)}`;
+      const protectedWhole = content.apply(whole, where);
+      if (Object.is(protectedWhole, whole)) return;
+      const piecewise = pieces.map((piece) => content.apply(piece, where)).join(separator);
+      if (protectedWhole !== piecewise) {
+        throw new DpgError('MALFORMED_DATA_SET', `SQL at ${this.where(at)} joins literals into a value that holds detected data no single literal holds; it cannot be protected piece by piece. Send the value as one literal`);
+      }
+    };
+    for (let k = 0; k < tokens.length; k++) {
+      // 'a' || 'b' || 'c'
+      if (text(k) !== undefined && joins(k + 1) && text(k + 2) !== undefined && !joins(k - 1)) {
+        const pieces: string[] = [];
+        let j = k;
+        for (; text(j) !== undefined; j += 2) {
+          pieces.push(text(j)!);
+          if (!joins(j + 1)) break;
+        }
+        check(pieces, '', tokens[k].start);
+      }
+      // CONCAT('a', 'b', …): its leading literal arguments; CONCAT_WS('sep', 'a', …) joins them with the separator.
+      const t = tokens[k];
+      if (t.kind === 'word' && (t.text === 'CONCAT' || t.text === 'CONCAT_WS') && tokens[k + 1]?.kind === 'open') {
+        const pieces: string[] = [];
+        let separator = '';
+        let j = k + 2;
+        if (t.text === 'CONCAT_WS') {
+          separator = text(j) ?? '';
+          j += 2;
+        }
+        for (; j < tokens.length && tokens[j].kind !== 'close'; j += 2) {
+          const piece = text(j);
+          if (piece === undefined || (tokens[j + 1]?.kind !== 'comma' && tokens[j + 1]?.kind !== 'close')) break;
+          pieces.push(piece);
+        }
+        check(pieces, separator, t.start);
+      }
     }
   }
 
@@ -256,6 +348,18 @@ class ScriptProtector {
     );
   }
 
+  /** A binary literal bound to a protected column: the server turns its bytes into text in a character set the gateway cannot see. */
+  private checkText(slot: LiteralSlot, label: string): void {
+    if (binaryBytes(this.sql, slot.token, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
+  }
+
+  private binaryRefused(offset: number, what: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} gives ${what} as a binary literal (X'…', 0x…, b'…'), whose bytes the server reads as text in a character set the gateway cannot see; send the value as a string literal`,
+    );
+  }
+
   private where(offset: number): string {
     const { line, column } = this.script.positions.lineColumn(offset);
     return `${line}:${column}`;
@@ -276,6 +380,50 @@ class ScriptProtector {
     // Protecting an expression's literals one by one leaks: masking CONCAT('123-45', '-6789') piecewise keeps most
     // of the value, and the pieces of a deterministic cipher no longer match the whole. Refuse instead.
     if (item.inner.length > 0) throw this.expressionRefused(`protected column ${column}`, 'an expression', item.start);
+    if (item.variables.length > 1) throw this.expressionRefused(`protected column ${column}`, 'an expression over several variables', item.start);
+    if (item.variables.length === 1) this.protectVariable(item.variables[0], action, column, item.start);
+    else if (this.dialect.name === 'bigquery' && this.script.valuesNames.has(item.start)) {
+      // BigQuery reads a bare name in VALUES as a script variable (DECLARE / SET), which may hold any literal.
+      throw this.variableRefused(this.sql.slice(item.start, item.end), column, item.start, 'is a BigQuery script variable');
+    }
+  }
+
+  /**
+   * A variable whose value lands in (or is compared with) a protected column: every assignment the
+   * script makes to it is protected with the column's action, through other variables it copies.
+   * A variable the script does not assign (set by an earlier request), or fills from a query that
+   * carries literals, or assigns an expression holding literals, is refused.
+   */
+  private protectVariable(name: string, action: FieldAction, column: string, at: number, seen = new Set<string>()): void {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const assignments = this.script.variables.get(name);
+    if (assignments === undefined || assignments.length === 0) throw this.variableRefused(name, column, at, 'is not assigned in this script');
+    for (const assignment of assignments) {
+      const item = assignment.item;
+      if (item === undefined) {
+        if (assignment.statementHasLiteral) throw this.variableRefused(name, column, assignment.start, 'is filled by a query that carries literals, reads other variables or fetches from a cursor');
+        continue;
+      }
+      if (item.literal !== undefined) {
+        if (item.literal.kind === 'name') throw this.nameRefused(item.literal, column);
+        if (this.edited.has(item.literal.start)) continue;
+        const value = literalValue(this.script, item.literal);
+        if (action.removes(value)) this.replace(item.literal, 'NULL');
+        else this.applyOne(action, item.literal, value, column);
+        continue;
+      }
+      if (item.inner.length > 0) throw this.variableRefused(name, column, assignment.start, 'is assigned an expression holding literals');
+      for (const other of item.variables) this.protectVariable(other, action, column, assignment.start, seen);
+    }
+  }
+
+  /** `name` is a variable name as written in the script, never a value. */
+  private variableRefused(name: string, column: string, offset: number, why: string): DpgError {
+    return new DpgError(
+      'MALFORMED_DATA_SET',
+      `SQL at ${this.where(offset)} passes variable ${safeName(name)} to protected column ${column}, and the variable ${why}; its value cannot be protected where it is set. Send the value as a literal or a parameter`,
+    );
   }
 
   /**
@@ -284,16 +432,37 @@ class ScriptProtector {
    */
   private checkBindings(st: SqlStatement): void {
     if (st.bindings.length === 0) return;
+    const { reaches } = this.taint(st);
+    // A table this script copies into a protected column with `*`: every literal output filling it reaches it.
+    const fedTable = st.writesTable !== undefined && this.starFeeds.has(st.writesTable);
+    for (const binding of st.bindings) {
+      if (!binding.literal) continue;
+      const column = reaches(binding) ?? (fedTable ? `table ${safeName(st.writesTable!)}, which this script copies into a protected column` : undefined);
+      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    }
+  }
+
+  /**
+   * The columns a statement reads into protected columns (`*` for a star), through any number of
+   * WITH/derived levels, and how a binding reaches a protected column (for the message; undefined
+   * when it does not).
+   */
+  private taint(st: SqlStatement, copiesOnly = false): { tainted: ReadonlySet<string>; reaches: (binding: SqlBinding) => string | undefined } {
     const tainted = new Set<string>();
     /** How the binding reaches a protected column, for the message; undefined when it does not. */
     const protectedColumn = (binding: SqlBinding): string | undefined => {
       for (const column of binding.columns) {
         const ref = { name: column, qualifier: binding.qualifier, start: 0, end: 0 };
-        if (column !== '*' && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
+        if (column !== '*' && column !== UNNAMED && this.action(column, this.pathOf(st, ref, undefined)) !== undefined) return `protected column ${safeName(column)}`;
+        if (this.feeds.has(column.toLowerCase())) return `column ${safeName(column)}, which this script copies into a protected column`;
       }
       for (const column of binding.columns) {
         // '*': the target column is unknown (INSERT … SELECT without a column list), so it may be protected.
         if (column === '*') return 'a column the INSERT does not name';
+        if (column === UNNAMED) {
+          if (tainted.size > 0) return 'an unnamed query output, which a protected column may read (by position or by the name the server gives it)';
+          continue;
+        }
         if (tainted.has('*') || tainted.has(column.toLowerCase())) return `column ${safeName(column)}, which is read into a protected column`;
       }
       return undefined;
@@ -302,7 +471,7 @@ class ScriptProtector {
     for (let changed = true; changed; ) {
       changed = false;
       for (const binding of st.bindings) {
-        if (protectedColumn(binding) === undefined) continue;
+        if ((copiesOnly && !binding.copies) || protectedColumn(binding) === undefined) continue;
         for (const read of binding.reads) {
           if (!tainted.has(read)) {
             tainted.add(read);
@@ -311,11 +480,48 @@ class ScriptProtector {
         }
       }
     }
-    for (const binding of st.bindings) {
-      if (!binding.literal) continue;
-      const column = protectedColumn(binding);
-      if (column !== undefined) throw this.expressionRefused(column, binding.construct, st.start);
+    return { tainted, reaches: protectedColumn };
+  }
+
+  /**
+   * Records what a statement copies into protected columns from other columns (`INSERT INTO
+   * customers (name) SELECT x FROM staging`): a literal the same script writes to such a column
+   * (`INSERT INTO staging (x) VALUES ('Jane Doe')`) reaches the protected column too.
+   */
+  collectFeeds(st: SqlStatement): boolean {
+    if (st.bindings.length === 0) return false;
+    const before = this.feeds.size + this.starFeeds.size;
+    // Only copies count: a column compared with a protected one (`JOIN … ON c.name = o.buyer`) holds its own data.
+    const { tainted } = this.taint(st, true);
+    for (const name of tainted) {
+      if (name === '*') for (const table of st.readTables) this.starFeeds.add(table);
+      else this.feeds.add(name);
     }
+    return this.feeds.size + this.starFeeds.size !== before;
+  }
+
+  /** Refuses literals written to a column this script copies into a protected one (see collectFeeds). */
+  private checkFeeds(st: SqlStatement): void {
+    if (this.feeds.size === 0 && this.starFeeds.size === 0) return;
+    const check = (column: ColumnName, table: string | undefined, items: readonly (ValueItem | undefined)[]): void => {
+      const fed = this.feeds.has(column.name.toLowerCase()) || (table !== undefined && this.starFeeds.has(table.toLowerCase()));
+      if (!fed || this.action(column.name, this.pathOf(st, column, table)) !== undefined) return;
+      for (const item of items) {
+        if (item === undefined) continue;
+        const carries = (item.literal !== undefined && item.literal.kind !== 'null' && item.literal.kind !== 'bool') || item.inner.length > 0 || item.variables.length > 0;
+        if (carries) {
+          throw new DpgError(
+            'MALFORMED_DATA_SET',
+            `SQL at ${this.where(item.start)} writes literal data to column ${this.label(st, column, table)}, which this script copies into a protected column; it cannot be protected there. Give that column a rule in the manifest too`,
+          );
+        }
+      }
+    };
+    if (st.insert !== undefined) {
+      const insert = st.insert;
+      insert.columns.forEach((column, c) => check(column, insert.table, insert.rows.map((row) => row[c])));
+    }
+    for (const list of st.assignmentLists) for (const a of list.items) check(a.column, list.table ?? st.defaultTable, [a.item]);
   }
 
   /** `target` names the column and how it is protected ("protected column ssn"); never a value. */
@@ -329,6 +535,7 @@ class ScriptProtector {
 
   private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
     if (slot.kind === 'name') throw this.nameRefused(slot, label);
+    this.checkText(slot, label);
     const result = action.apply(value, () => `${label} at ${this.where(slot.start)}`);
     this.write(slot, value, result);
   }

@@ -2,42 +2,89 @@
 
 import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
+import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake, hexBytes } from './escapes.ts';
 import type { SqlToken } from './tokenizer.ts';
 
-const MYSQL_ESCAPES: Record<string, string> = { '0': '\0', b: '\b', n: '\n', r: '\r', t: '\t', Z: '\x1a' };
-const C_ESCAPES: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', a: '\x07', '0': '\0' };
-
-/** The value a string token stands for: quotes removed, escapes resolved as the dialect reads them. */
+/**
+ * The value a string token stands for: quotes removed, every escape form of the dialect resolved as
+ * its server reads it (escapes.ts). Throws EscapeError for an escape that cannot be read with certainty.
+ * Binary and bit strings (X'…', B'…') come back as their digits: binaryBytes reads their bytes.
+ */
 export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect): string {
   const content = sql.slice(token.contentStart, token.contentEnd);
-  if (token.prefix === '$') return content;
-  const quote = token.quote;
-  const raw = token.prefix.includes('R');
-  const backslash = !raw && (token.prefix === 'E' || dialect.backslashEscapes);
-  if (!backslash) return raw ? content : content.replaceAll(quote + quote, quote);
-  const table = dialect.name === 'mysql' || dialect.name === 'mariadb' ? MYSQL_ESCAPES : C_ESCAPES;
-  let out = '';
-  for (let i = 0; i < content.length; i++) {
-    const ch = content[i];
-    if (ch === '\\' && i + 1 < content.length) {
-      const next = content[++i];
-      // MySQL keeps \% and \_ as written: they only mean something inside LIKE patterns.
-      if ((next === '%' || next === '_') && table === MYSQL_ESCAPES) out += '\\' + next;
-      else out += table[next] ?? next;
-    } else if (ch === quote && content[i + 1] === quote) {
-      out += quote;
-      i++;
-    } else {
-      out += ch;
-    }
+  const prefix = token.prefix;
+  if (prefix === '$' || prefix.includes('R') || prefix === 'X') return content;
+  if (prefix === 'U&') return decodePostgresUnicode(content);
+  if (prefix === 'E') return decodePostgresEscape(content);
+  if (prefix === 'B' && dialect.name !== 'bigquery') return content;
+  if (!dialect.backslashEscapes) return content.replaceAll(token.quote + token.quote, token.quote);
+  if (dialect.name === 'bigquery') return decodeBigQuery(content);
+  if (dialect.name === 'snowflake') return decodeSnowflake(content);
+  return decodeMysql(content, token.quote);
+}
+
+/**
+ * The bytes of a binary literal, which servers store as bytes and convert to text in a character set
+ * the gateway cannot see: X'…' (and BigQuery's b'…'), MySQL's b'0101' and 0b0101, and 0x… where it is
+ * a binary string (MySQL, MariaDB, T-SQL). Undefined for any other token.
+ */
+export function binaryBytes(sql: string, token: SqlToken, dialect: SqlDialect): Uint8Array | undefined {
+  const mysql = dialect.name === 'mysql' || dialect.name === 'mariadb';
+  if (token.kind === 'number') {
+    const text = sql.slice(token.start, token.end);
+    if (/^0x/i.test(text) && (mysql || dialect.name === 'transactsql')) return hexBytes(text.slice(2)) ?? hexBytes('0' + text.slice(2));
+    if (text.startsWith('0b') && mysql) return bitBytes(text.slice(2));
+    return undefined;
   }
+  if (token.kind !== 'string') return undefined;
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  if (token.prefix === 'X') return hexBytes(content) ?? hexBytes('0' + content) ?? new Uint8Array();
+  if (dialect.name === 'bigquery' && token.prefix.includes('B')) {
+    return new TextEncoder().encode(token.prefix.includes('R') ? content : decodeBigQuery(content));
+  }
+  if (token.prefix === 'B') return bitBytes(content);
+  return undefined;
+}
+
+/** Bits, right-aligned into whole bytes as MySQL pads them. */
+function bitBytes(bits: string): Uint8Array {
+  if (!/^[01]*$/.test(bits)) return new Uint8Array();
+  const padded = bits.padStart(Math.ceil(bits.length / 8) * 8, '0');
+  const out = new Uint8Array(padded.length / 8);
+  for (let k = 0; k < out.length; k++) out[k] = Number.parseInt(padded.slice(8 * k, 8 * k + 8), 2);
   return out;
 }
 
-/** A numeric literal as a JS number when that is exact, else its text (huge or very precise values). */
-export function decodeNumber(text: string, negative: boolean): Scalar {
+/**
+ * The texts a server may read binary bytes as when it stores them in a text column: UTF-8 (or
+ * Latin-1 where they are not UTF-8), and UTF-16LE in T-SQL (binary into NVARCHAR).
+ */
+export function binaryTexts(bytes: Uint8Array, dialect: SqlDialect): string[] {
+  const texts: string[] = [];
+  try {
+    texts.push(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    texts.push(new TextDecoder('latin1').decode(bytes));
+  }
+  if (dialect.name === 'transactsql' && bytes.length % 2 === 0) texts.push(new TextDecoder('utf-16le').decode(bytes));
+  return texts;
+}
+
+/**
+ * A numeric literal as a JS number when that is exact, else its text (huge or very precise values).
+ * `0x…` is an integer in PostgreSQL (16+), SQLite, BigQuery and Snowflake, read as its decimal value;
+ * in MySQL, MariaDB and T-SQL it is a binary string (binaryBytes) and stays as written.
+ */
+export function decodeNumber(text: string, negative: boolean, dialect: SqlDialect): Scalar {
   const signed = negative ? '-' + text : text;
-  if (/^-?0x/i.test(signed)) return signed;
+  if (/^0x/i.test(text)) {
+    if (dialect.name === 'mysql' || dialect.name === 'mariadb' || dialect.name === 'transactsql' || !/^0x[0-9a-f]+$/i.test(text)) return signed;
+    let value = BigInt(text);
+    // SQLite reads a hex literal as a 64-bit two's-complement integer.
+    if (dialect.name === 'sqlite' && value >= 1n << 63n) value = value < 1n << 64n ? value - (1n << 64n) : value;
+    if (negative) value = -value;
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+  }
   const n = Number(signed);
   if (!Number.isFinite(n)) return signed;
   const integerText = /^-?\d+$/.test(signed);
@@ -50,7 +97,7 @@ const NUMERIC_TEXT = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 export interface LiteralStyle {
   /** The protected literal was written as a number: numeric-looking results stay unquoted. */
   readonly numeric: boolean;
-  /** String prefix kept on output (N for national strings, E for PostgreSQL escape strings). */
+  /** String prefix kept on output (N for national strings, E and U& for PostgreSQL escape strings). */
   readonly prefix: string;
   /** The quote the original used (' or "), so a reversed value comes back byte for byte. */
   readonly quote: string;
@@ -60,7 +107,7 @@ export interface LiteralStyle {
 
 /** The writing style of an original string token: its quote and how it escaped that quote. */
 export function styleOf(sql: string, token: SqlToken, numeric: boolean): LiteralStyle {
-  const prefix = token.prefix === 'N' || token.prefix === 'E' ? token.prefix : '';
+  const prefix = token.prefix === 'N' || token.prefix === 'E' || token.prefix === 'U&' ? token.prefix : '';
   if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') {
     return { numeric, prefix, quote: "'", escape: undefined };
   }
@@ -83,11 +130,17 @@ export function encodeLiteral(value: Scalar, style: LiteralStyle, dialect: SqlDi
   return quoteString(value, style, dialect);
 }
 
+/**
+ * Writes text in the original's literal form: an E'…' or U&'…' literal stays one, with its escape
+ * character escaped; where the dialect reads backslashes, they are doubled.
+ */
 function quoteString(text: string, style: LiteralStyle, dialect: SqlDialect): string {
   const q = style.quote;
   const backslash = dialect.backslashEscapes || style.prefix === 'E';
   let body = text;
-  if (backslash) {
+  if (style.prefix === 'U&') {
+    body = body.replaceAll('\\', '\\\\').replaceAll(q, q + q);
+  } else if (backslash) {
     body = body.replaceAll('\\', '\\\\');
     const escape = style.escape ?? (dialect.quoteEscape === "\\'" ? 'backslash' : 'double');
     body = body.replaceAll(q, escape === 'backslash' ? '\\' + q : q + q);

@@ -263,26 +263,48 @@ function checkPostgresSettings(sql: string, tokens: readonly SqlToken[], st: Sta
 }
 
 /**
- * SQL carried in strings is run by the server but never read by the gateway: PREPARE … FROM,
- * EXECUTE IMMEDIATE, PostgreSQL's DO, T-SQL's EXEC('…') and sp_executesql, and the bodies of
- * stored functions, procedures, triggers and events (run later, on every call). Such statements
- * are refused when they carry any literal; without literals they hold no data to protect.
+ * SQL the server runs but the gateway never reads. Dynamic SQL — PREPARE, EXECUTE IMMEDIATE,
+ * PostgreSQL's DO, T-SQL's EXEC('…') / EXEC(@sql) and sp_executesql — is refused outright: its text
+ * is a literal or a variable, and either way the values in it cannot be bound to columns. Bodies of
+ * stored functions, procedures, triggers and events (run later, on every call) are refused when they
+ * carry a literal. Calls — CALL, T-SQL's EXEC proc, PostgreSQL's EXECUTE name(…) and MySQL's
+ * EXECUTE … USING — are refused when they pass a literal or a variable: the routine or prepared
+ * statement puts its arguments in columns the gateway cannot see.
  */
 function checkRunsText(dialect: SqlDialect, tokens: readonly SqlToken[], st: StatementTokens, positions: SourcePositions, word: (k: number) => string): void {
   const head = word(0);
-  let runs = false;
-  if (head === 'PREPARE' || (head === 'DO' && dialect.name === 'postgresql') || (head === 'EXECUTE' && word(1) === 'IMMEDIATE')) runs = true;
+  let dynamic = false;
+  let body = false;
+  let call = false;
+  if (head === 'PREPARE' || (head === 'DO' && dialect.name === 'postgresql') || (head === 'EXECUTE' && word(1) === 'IMMEDIATE')) dynamic = true;
   else if ((head === 'EXEC' || head === 'EXECUTE') && dialect.name === 'transactsql') {
     const next = tokens[st.first + 1];
-    runs = next !== undefined && (next.kind === 'open' || next.kind === 'string' || (next.kind === 'word' && next.text.endsWith('SP_EXECUTESQL')));
-    for (let k = st.first; k < st.end && !runs; k++) if (tokens[k].kind === 'word' && tokens[k].text === 'SP_EXECUTESQL') runs = true;
-  } else if (head === 'CREATE' || head === 'ALTER') {
+    dynamic = next !== undefined && (next.kind === 'open' || next.kind === 'string');
+    for (let k = st.first; k < st.end && !dynamic; k++) if (tokens[k].kind === 'word' && tokens[k].text.endsWith('SP_EXECUTESQL')) dynamic = true;
+    call = !dynamic;
+  } else if (head === 'CALL' || head === 'EXECUTE' || head === 'EXEC') call = true;
+  else if (head === 'CREATE' || head === 'ALTER') {
     for (let k = 1; k < 12 && st.first + k < st.end; k++) {
-      if (STORED_CODE.has(word(k))) runs = true;
+      if (STORED_CODE.has(word(k))) body = true;
       if (word(k) === 'TABLE' || word(k) === 'VIEW' || word(k) === 'INDEX') break;
     }
   }
-  if (runs && hasLiteral(tokens, st, 'any')) {
-    throw refused(positions, tokens[st.first], 'the statement carries SQL (or a routine body) that the server runs but the gateway cannot read; literals in it cannot be protected');
+  if (dynamic) {
+    throw refused(positions, tokens[st.first], 'the statement carries SQL text (dynamic SQL) that the server runs but the gateway cannot read; values in it cannot be protected');
   }
+  if (body && hasLiteral(tokens, st, 'any')) {
+    throw refused(positions, tokens[st.first], 'the statement carries a routine body that the server runs but the gateway cannot read; literals in it cannot be protected');
+  }
+  if (call && (hasLiteral(tokens, st, 'any') || hasVariable(tokens, st))) {
+    throw refused(positions, tokens[st.first], 'the statement passes values to a routine or prepared statement, which puts them in columns the gateway cannot see; they cannot be protected');
+  }
+}
+
+/** A session or script variable (`@n`, Snowflake's `$n`), not a system variable or a bound parameter. */
+function hasVariable(tokens: readonly SqlToken[], st: StatementTokens): boolean {
+  for (let k = st.first; k < st.end; k++) {
+    const t = tokens[k];
+    if (t.kind === 'param' && ((t.text.startsWith('@') && !t.text.startsWith('@@')) || /^\$[A-Za-z_]/.test(t.text))) return true;
+  }
+  return false;
 }

@@ -8,6 +8,8 @@ import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYM
 import { collectBindings, type SqlBinding } from './bindings.ts';
 import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { guardScript } from './script-guards.ts';
+import { EscapeError } from './escapes.ts';
+import { decodeString } from './literals.ts';
 import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
@@ -43,6 +45,8 @@ export interface ValueItem {
   readonly literal: LiteralSlot | undefined;
   /** String and number literals inside an expression item (`CONCAT('a', b)`); empty for single literals. */
   readonly inner: readonly LiteralSlot[];
+  /** Lower-cased names of the session or script variables the item reads (`@n`, Snowflake's `$n`). */
+  readonly variables: readonly string[];
 }
 
 export interface ColumnName {
@@ -81,6 +85,27 @@ export interface Comparison {
   readonly column: ColumnName;
   readonly operator: string;
   readonly slots: readonly LiteralSlot[];
+  /** Variables compared with the column (`name = @n`): their assigned literals are the column's data. */
+  readonly variables: readonly string[];
+}
+
+/**
+ * One assignment to a session or script variable: `SET @n = …`, `@n := …`, T-SQL `DECLARE @n T = …`
+ * and `SELECT @n = …`, Snowflake `SET n = …`. A variable used where a protected column's value goes
+ * is protected at every assignment (codec.ts).
+ */
+export interface VariableAssignment {
+  /** The assigned value; undefined when the variable is filled from a query (`SELECT … INTO @n`, `FETCH … INTO`, `EXEC @n = …`). */
+  readonly item: ValueItem | undefined;
+  /** For query-filled variables: the statement carries a string or number literal or reads a variable (which may be what lands in it), or is a FETCH. */
+  readonly statementHasLiteral: boolean;
+  readonly start: number;
+}
+
+/** `name TEXT DEFAULT 'x'`, `ALTER COLUMN name SET DEFAULT 'x'`, T-SQL `DEFAULT N'x' FOR name`. */
+export interface ColumnDefault {
+  readonly column: ColumnName;
+  readonly item: ValueItem;
 }
 
 /** A comparison of a column with literals as the parser saw it (for the cross-check). */
@@ -99,12 +124,18 @@ export interface SqlStatement {
   readonly tables: ReadonlyMap<string, string>;
   /** The table when the statement names exactly one. */
   readonly defaultTable: string | undefined;
+  /** Lower-cased names of every table any FROM or JOIN of the statement reads, subqueries included. */
+  readonly readTables: readonly string[];
+  /** The table the statement fills from its values or query (INSERT, CREATE TABLE … AS, SELECT … INTO), lower-cased. */
+  readonly writesTable: string | undefined;
   readonly insert: InsertShape | undefined;
   /** The INSERT has literal values but no column list to bind them with. */
   readonly insertWithoutColumns: boolean;
   /** SET lists (UPDATE, ON DUPLICATE KEY UPDATE, ON CONFLICT DO UPDATE), with the table they update. */
   readonly assignmentLists: readonly AssignmentList[];
   readonly comparisons: readonly Comparison[];
+  /** Column defaults set by CREATE TABLE / ALTER TABLE: a literal the server stores in every new row. */
+  readonly defaults: readonly ColumnDefault[];
   readonly astComparisons: readonly AstComparison[];
   /** Values bound to columns by the statement's structure rather than as one literal (see sql-bindings.ts). */
   readonly bindings: readonly SqlBinding[];
@@ -118,6 +149,10 @@ export interface SqlScript {
   readonly positions: SourcePositions;
   readonly tokens: readonly SqlToken[];
   readonly statements: readonly SqlStatement[];
+  /** Every assignment in the script to each variable, by lower-cased name (sigil removed). */
+  readonly variables: ReadonlyMap<string, readonly VariableAssignment[]>;
+  /** Start offsets of INSERT VALUES items that are a bare name (BigQuery reads those as script variables). */
+  readonly valuesNames: ReadonlySet<number>;
 }
 
 /** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
@@ -127,6 +162,7 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   }
   const positions = new SourcePositions(sql);
   const { tokens, hidden } = tokenizeSql(sql, dialect, positions, limits);
+  checkStrings(sql, tokens, dialect, positions);
   const segments = splitStatements(tokens);
   if (segments.length > limits.maxStatements) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
@@ -150,7 +186,35 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   }
   const reader = new StatementReader(sql, dialect, tokens);
   const statements = segments.map((seg, k) => reader.read(seg, asts[k]));
-  return { sql, dialect, positions, tokens, statements };
+  const variables = new Map<string, VariableAssignment[]>();
+  for (const seg of segments) reader.readVariableAssignments(seg, variables);
+  return { sql, dialect, positions, tokens, statements, variables, valuesNames: reader.valuesNames };
+}
+
+/**
+ * Every string literal must decode with certainty (escapes.ts), and two string literals in a row are
+ * refused: MySQL joins `'a' 'b'` into one value, PostgreSQL does across a line break (an E'…' string
+ * keeps its escapes in the continued part), elsewhere the second is an alias. Either way the value the
+ * server stores is not the one a literal-by-literal reading sees.
+ */
+function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDialect, positions: SourcePositions): void {
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k];
+    if (t.kind !== 'string') continue;
+    try {
+      decodeString(sql, t, dialect);
+    } catch (err) {
+      if (!(err instanceof EscapeError)) throw err;
+      throw refusedAt(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
+    }
+    if (tokens[k + 1]?.kind === 'string') {
+      throw refusedAt(positions, tokens[k + 1].start, 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
+    }
+  }
+}
+
+function refusedAt(positions: SourcePositions, offset: number, what: string): DpgError {
+  return new DpgError('MALFORMED_DATA_SET', `SQL at ${positions.describe(offset)}: ${what}`);
 }
 
 /**
@@ -180,6 +244,8 @@ function parserText(sql: string, tokens: readonly SqlToken[], hidden: readonly n
     const b = tokens[k];
     if (a.kind === 'op' && b.kind === 'op' && a.text === '-' && b.text === '-' && a.end === b.start) edits.push([b.start, b.end, '+']);
   }
+  // The parser has no U&'…': it reads the same string without the prefix (its backslashes swapped below).
+  for (const t of tokens) if (t.kind === 'string' && t.prefix === 'U&') edits.push([t.start, t.contentStart - 1, '  ']);
   if (!dialect.backslashEscapes) {
     for (const t of tokens) {
       if (t.kind !== 'string' || !plainBackslashes(t, dialect)) continue;
@@ -236,10 +302,13 @@ const TYPED_LITERAL_WORDS = new Set(['DATE', 'TIME', 'TIMESTAMP', 'DATETIME']);
 /** Words that are never column names in a comparison. */
 const NOT_COLUMNS = new Set(['NULL', 'TRUE', 'FALSE', 'END', 'THEN', 'ELSE', 'CURRENT_DATE', 'CURRENT_TIME', 'CURRENT_TIMESTAMP', 'ALL', 'ANY', 'SOME', 'EXISTS']);
 const ASSIGNMENT_LIST_END = new Set(['WHERE', 'FROM', 'RETURNING', 'OUTPUT', 'ORDER', 'LIMIT', 'OPTION']);
+/** Words that end a column default's value inside its definition. */
+const DEFAULT_END = new Set(['NOT', 'NULL', 'PRIMARY', 'UNIQUE', 'CHECK', 'REFERENCES', 'COLLATE', 'CONSTRAINT', 'AUTO_INCREMENT', 'COMMENT', 'GENERATED', 'FIRST', 'AFTER', 'FOR', 'ON', 'WITH', 'IDENTITY', 'KEY']);
 const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'RETURNING', 'WINDOW', 'QUALIFY']);
 
 /** Reads statements of one script; holds the per-token depth and bracket matching. */
 class StatementReader {
+  readonly valuesNames = new Set<number>();
   private readonly depth: Int32Array;
   private readonly match: Int32Array;
 
@@ -317,7 +386,9 @@ class StatementReader {
 
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
-    return { type, start, end, tables, defaultTable, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    const writesTable = (insert?.table ?? createdTable(ast))?.toLowerCase();
+    const defaults = this.isWord(seg.first, 'CREATE') || this.isWord(seg.first, 'ALTER') ? this.readDefaults(seg) : [];
+    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -369,11 +440,25 @@ class StatementReader {
     const rows: ValueItem[][] = [];
     for (; i < seg.end; i++) {
       if (this.depth[i] !== base) continue;
+      // INSERT … (SELECT …) and INSERT … ((WITH … SELECT …)): the query sits in parentheses.
+      if (this.tokens[i].kind === 'open') {
+        let q = i;
+        while (this.tokens[q]?.kind === 'open') q++;
+        if (!this.isWord(q, 'SELECT') && !this.isWord(q, 'WITH')) continue;
+        while (q < seg.end && !(this.isWord(q, 'SELECT') && this.depth[q] === this.depth[i + (q - i) - 1] + 1)) q++;
+        if (q >= seg.end) break;
+        i = q;
+      }
       if (this.isWord(i, 'VALUES') || this.isWord(i, 'VALUE')) {
         let j = i + 1;
         while (j < seg.end && this.tokens[j].kind === 'open' && this.match[j] !== -1) {
           const close = this.match[j];
-          rows.push(this.splitList(j + 1, close, base + 1).map(([a, b]) => this.valueItem(a, b)));
+          rows.push(
+            this.splitList(j + 1, close, base + 1).map(([a, b]) => {
+              if (b - a === 1 && !this.isWord(a, 'DEFAULT') && this.columnAt(a, b) !== undefined) this.valuesNames.add(this.tokens[a].start);
+              return this.valueItem(a, b);
+            }),
+          );
           if (this.tokens[close + 1]?.kind === 'comma' && this.tokens[close + 2]?.kind === 'open') j = close + 2;
           else break;
         }
@@ -426,8 +511,12 @@ class StatementReader {
           if (slot !== undefined && astKey !== undefined && astKey !== this.slotKey(slot)) mismatches.push('INSERT values');
         }
       }
-    } else if (rows.some((row) => row.length !== columns.length) && columns.length > 0) {
-      mismatches.push('INSERT … SELECT list');
+    } else {
+      if (rows.some((row) => row.length !== columns.length) && columns.length > 0) mismatches.push('INSERT … SELECT list');
+      // Every arm of the query (UNION, EXCEPT, INTERSECT) must be one the token reading bound.
+      let arms = 0;
+      for (let arm = values?.type === 'select' ? values : undefined; arm !== undefined && arms <= rows.length; arm = record(arm._next)) arms++;
+      if (values?.type === 'select' && arms !== rows.length) mismatches.push('INSERT … SELECT arms');
     }
   }
 
@@ -447,6 +536,47 @@ class StatementReader {
       items.push({ column: this.columnName(a, eq), item: this.valueItem(eq + 1, b), start: this.tokens[a].start, end: this.tokens[b - 1].end });
     }
     return items;
+  }
+
+  /**
+   * Every `DEFAULT <value>` of a CREATE or ALTER statement, with the column it is for: T-SQL's
+   * `DEFAULT … FOR col`; else the column whose definition holds it — the first name after the
+   * `(` or `,` that opens the definition, or after ADD / ALTER / MODIFY [COLUMN] (CHANGE: the new name).
+   */
+  private readDefaults(seg: Segment): ColumnDefault[] {
+    const found: ColumnDefault[] = [];
+    const SKIP = new Set(['ADD', 'ALTER', 'MODIFY', 'COLUMN', 'IF', 'NOT', 'EXISTS']);
+    for (let k = seg.first; k < seg.end; k++) {
+      if (!this.isWord(k, 'DEFAULT')) continue;
+      const d = this.depth[k];
+      // The value runs to the next comma or constraint keyword of its definition (`NOT NULL`, `FOR col`, …).
+      let end = k + 2;
+      if (!this.isWord(k + 1, 'NULL')) {
+        end = k + 1;
+        while (end < seg.end && this.depth[end] >= d && !(this.depth[end] === d && (this.tokens[end].kind === 'comma' || (this.tokens[end].kind === 'word' && DEFAULT_END.has(this.tokens[end].text))))) end++;
+      }
+      if (end <= k + 1 || end > seg.end) continue;
+      const item = this.valueItem(k + 1, end);
+      let column: ColumnName | undefined;
+      if (this.isWord(end, 'FOR')) {
+        const named = this.columnStartingAt(end + 1, seg.end);
+        column = named?.[0];
+      } else {
+        let a = k - 1;
+        while (a > seg.first && !(this.depth[a] === d && this.tokens[a].kind === 'comma') && !(this.tokens[a].kind === 'open' && this.depth[a] === d - 1)) {
+          if (this.depth[a] === d && this.tokens[a].kind === 'word' && (this.tokens[a].text === 'ADD' || this.tokens[a].text === 'ALTER' || this.tokens[a].text === 'MODIFY' || this.tokens[a].text === 'CHANGE') && !this.isWord(a + 1, 'TABLE')) break;
+          a--;
+        }
+        let b = a + 1;
+        const change = this.isWord(a, 'CHANGE');
+        while (b < k && this.tokens[b].kind === 'word' && SKIP.has(this.tokens[b].text)) b++;
+        if (change) b++;
+        if (b < k && (this.tokens[b].kind === 'word' || this.tokens[b].kind === 'ident')) column = this.columnName(b, b + 1);
+      }
+      if (column !== undefined) found.push({ column, item });
+      k = end - 1;
+    }
+    return found;
   }
 
   /** A (possibly qualified) column name from tokens [a, b): the last part is the column. */
@@ -493,14 +623,146 @@ class StatementReader {
     const start = a < b ? this.tokens[a].start : 0;
     const end = a < b ? this.tokens[b - 1].end : 0;
     const single = this.literalAt(a, valueEnd);
-    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [] };
+    if (single !== undefined && single[1] === valueEnd) return { start, end, literal: single[0], inner: [], variables: [] };
     const inner: LiteralSlot[] = [];
+    const variables: string[] = [];
     for (let i = a; i < b; i++) {
       const t = this.tokens[i];
       if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
       else if (this.mayBeString(t)) inner.push({ start: t.start, end: t.end, token: t, kind: 'name', negative: false });
+      else {
+        const name = this.variableName(i);
+        if (name !== undefined) variables.push(name);
+      }
     }
-    return { start, end, literal: undefined, inner };
+    return { start, end, literal: undefined, inner, variables };
+  }
+
+  /**
+   * The variable token i reads, lower-cased without its sigil: `@n` in MySQL, MariaDB and T-SQL (not
+   * `@@system` ones), `$n` in Snowflake. Undefined for anything else.
+   */
+  variableName(i: number): string | undefined {
+    const t = this.tokens[i];
+    if (t === undefined || t.kind !== 'param') return undefined;
+    if (t.text.startsWith('@') && !t.text.startsWith('@@') && t.text.length > 1) return t.text.slice(1).toLowerCase();
+    if (this.dialect.name === 'snowflake' && /^\$[A-Za-z_]/.test(t.text)) return t.text.slice(1).toLowerCase();
+    return undefined;
+  }
+
+  /**
+   * Adds the statement's assignments to script variables. Forms: MySQL `SET @a = …, @b := …` and
+   * `@a := …` anywhere; T-SQL `DECLARE @a T = …, …`, `SET @a = …`, `SELECT @a = …, …`; Snowflake
+   * `SET a = …` and `SET (a, b) = (…, …)`; and variables filled by a query: `INTO @a, @b` (MySQL
+   * SELECT, T-SQL FETCH) and T-SQL `EXEC @a = …`.
+   */
+  readVariableAssignments(seg: Segment, out: Map<string, VariableAssignment[]>): void {
+    const add = (name: string, assignment: VariableAssignment): void => {
+      const list = out.get(name);
+      if (list === undefined) out.set(name, [assignment]);
+      else list.push(assignment);
+    };
+    const base = this.depth[seg.first];
+    const head = this.tokens[seg.first];
+    const headWord = head.kind === 'word' ? head.text : '';
+    let hasLiteral = false;
+    for (let i = seg.first; i < seg.end; i++) if (this.tokens[i].kind === 'string' || this.tokens[i].kind === 'number') hasLiteral = true;
+    /** Token i is a variable in an `INTO @a, @b` list (filled, not read). */
+    const inInto = (i: number): boolean => {
+      let k = i - 1;
+      while (k > seg.first && this.tokens[k].kind === 'comma' && this.variableName(k - 1) !== undefined) k -= 2;
+      return this.isWord(k, 'INTO');
+    };
+    // A variable filled by a query holds what the query reads: a literal in it, another variable, or
+    // (FETCH) a cursor declared elsewhere. Any of these makes its value one that cannot be protected here.
+    let readsVariable = false;
+    /** Token i is the variable an assignment sets (`@n :=`, or `@n =` opening an item of a SET, SELECT or DECLARE list). */
+    const isTarget = (i: number): boolean => {
+      const next = this.tokens[i + 1];
+      if (next?.kind === 'op' && next.text === ':=') return true;
+      const prev = this.tokens[i - 1];
+      const opensItem = prev !== undefined && this.depth[i] === base && (prev.kind === 'comma' || (prev.kind === 'word' && (prev.text === 'SET' || prev.text === 'SELECT' || prev.text === 'DECLARE')));
+      return opensItem && next?.kind === 'op' && next.text === '=';
+    };
+    for (let i = seg.first; i < seg.end; i++) if (this.variableName(i) !== undefined && !inInto(i) && !isTarget(i)) readsVariable = true;
+    const fetch = this.isWord(seg.first, 'FETCH');
+    const filled = (i: number): void => {
+      const name = this.variableName(i)!;
+      add(name, { item: undefined, statementHasLiteral: hasLiteral || readsVariable || fetch, start: this.tokens[i].start });
+    };
+    /**
+     * An assignment of `item`. Inside a query (`SELECT @n := x FROM …`, T-SQL `SELECT @n = x FROM …`)
+     * anything but a single literal is a value the query reads — filled, as by INTO.
+     */
+    const assigned = (i: number, item: ValueItem): void => {
+      if (item.literal === undefined && headWord !== 'SET' && headWord !== 'DECLARE') filled(i);
+      else add(this.variableName(i)!, { item, statementHasLiteral: hasLiteral, start: this.tokens[i].start });
+    };
+    /** The value after the operator at `op`: up to the next comma or clause keyword at its depth. */
+    const valueAfter = (op: number): ValueItem => {
+      const depth = this.depth[op];
+      let to = op + 1;
+      while (to < seg.end && this.depth[to] >= depth && !(this.depth[to] === depth && (this.tokens[to].kind === 'comma' || (this.tokens[to].kind === 'word' && SELECT_LIST_END.has(this.tokens[to].text))))) to++;
+      return this.valueItem(op + 1, to);
+    };
+    const isAssign = (k: number): boolean => {
+      const t = this.tokens[k];
+      // `+=`, `||=` and the like read as an operator followed by `=`: an assignment all the same.
+      return t !== undefined && t.kind === 'op' && (t.text === '=' || t.text === ':=');
+    };
+    for (let i = seg.first; i < seg.end; i++) {
+      const name = this.variableName(i);
+      if (name === undefined) continue;
+      const prev = this.tokens[i - 1];
+      const next = this.tokens[i + 1];
+      if (inInto(i)) {
+        filled(i);
+        continue;
+      }
+      if (this.isWord(i - 1, 'EXEC') || this.isWord(i - 1, 'EXECUTE')) {
+        if (isAssign(i + 1)) filled(i);
+        continue;
+      }
+      if (next?.kind === 'op' && next.text === ':=') {
+        assigned(i, valueAfter(i + 1));
+        continue;
+      }
+      const compound = next?.kind === 'op' && next.text !== '=' && isAssign(i + 2) && next.end === this.tokens[i + 2].start;
+      const atListStart = prev !== undefined && (prev.kind === 'comma' || (prev.kind === 'word' && (prev.text === 'SET' || prev.text === 'SELECT' || prev.text === 'DECLARE'))) && this.depth[i] === base;
+      if (!atListStart || (headWord !== 'SET' && headWord !== 'SELECT' && headWord !== 'DECLARE')) continue;
+      if (headWord === 'SELECT' && this.dialect.name !== 'transactsql') continue; // `SELECT @a = 1` compares in MySQL
+      if (compound) {
+        // SET @n += 'x': the value depends on the earlier one and the literal: no single literal holds it.
+        add(name, { item: undefined, statementHasLiteral: true, start: this.tokens[i].start });
+        continue;
+      }
+      let eq = i + 1;
+      if (headWord === 'DECLARE') {
+        // DECLARE @n NVARCHAR(50) = N'…': the type sits between the name and `=`.
+        while (eq < seg.end && !(this.depth[eq] === base && (isAssign(eq) || this.tokens[eq].kind === 'comma'))) eq++;
+        if (!isAssign(eq)) continue;
+      }
+      if (isAssign(eq)) assigned(i, valueAfter(eq));
+    }
+    // Snowflake: SET a = …, SET (a, b) = (…, …)
+    if (this.dialect.name === 'snowflake' && headWord === 'SET') {
+      const first = seg.first + 1;
+      const t = this.tokens[first];
+      if (t?.kind === 'word' && isAssign(first + 1)) {
+        add(t.text.toLowerCase(), { item: valueAfter(first + 1), statementHasLiteral: hasLiteral, start: t.start });
+      } else if (t?.kind === 'open' && this.match[first] !== -1) {
+        // Positions of a name list and a value list: each name gets the value at its position.
+        const close = this.match[first];
+        const names = this.splitList(first + 1, close, base + 1);
+        const valuesOpen = close + 2;
+        const values = isAssign(close + 1) && this.tokens[valuesOpen]?.kind === 'open' && this.match[valuesOpen] !== -1 ? this.splitList(valuesOpen + 1, this.match[valuesOpen], base + 1) : [];
+        names.forEach(([a], n) => {
+          const value = values[n];
+          const item = value === undefined || values.length !== names.length ? undefined : this.valueItem(value[0], value[1]);
+          add(this.tokens[a].text.toLowerCase(), { item, statementHasLiteral: true, start: this.tokens[a].start });
+        });
+      }
+    }
   }
 
   /** A `"…"` name the server may read as a string (SQLite without such a column; T-SQL with QUOTED_IDENTIFIER OFF). */
@@ -576,7 +838,8 @@ class StatementReader {
       const left = this.columnEndingAt(negated ? k - 1 : k, seg.first);
       if (left !== undefined) {
         const slots = this.rightOperands(t, k + 1, seg.end);
-        if (slots.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots });
+        const variables = this.variableOperand(k + 1);
+        if (slots.length > 0 || variables.length > 0) found.push({ column: left[0], operator: (negated ? 'NOT ' : '') + t.text, slots, variables });
         // `"4111…" = card` in SQLite: the left side is a name that may be a string; read it the other way round too.
         if (!this.mayBeString(this.tokens[k - 1])) continue;
       }
@@ -584,15 +847,28 @@ class StatementReader {
         // literal op column
         const right = this.columnStartingAt(k + 1, seg.end);
         if (right === undefined) continue;
+        const variable = this.variableName(k - 1);
+        if (variable !== undefined && !this.tightAt(k - 2)) {
+          found.push({ column: right[0], operator: t.text, slots: [], variables: [variable] });
+          continue;
+        }
         let a = k - 1;
         if (this.tokens[a]?.kind === 'number' && this.tokens[a - 1]?.kind === 'op' && (this.tokens[a - 1].text === '-' || this.tokens[a - 1].text === '+')) a--;
         else if (this.tokens[a]?.kind === 'string' && this.tokens[a - 1]?.kind === 'word' && TYPED_LITERAL_WORDS.has(this.tokens[a - 1].text)) a--;
         const lit = this.literalAt(a, k);
         if (lit === undefined || lit[1] !== k || this.tightAt(a - 1)) continue;
-        found.push({ column: right[0], operator: t.text, slots: [lit[0]] });
+        found.push({ column: right[0], operator: t.text, slots: [lit[0]], variables: [] });
       }
     }
     return found;
+  }
+
+  /** A variable standing alone as the right operand at i. */
+  private variableOperand(i: number): string[] {
+    const name = this.variableName(i);
+    const after = this.tokens[i + 1];
+    if (name === undefined || (after !== undefined && ((after.kind === 'op' && TIGHTER_OPS.has(after.text)) || after.kind === 'open' || after.kind === 'dot'))) return [];
+    return [name];
   }
 
   private rightOperands(op: SqlToken, i: number, to: number): LiteralSlot[] {
@@ -677,6 +953,39 @@ function tableMap(ast: SqlAst): Map<string, string> {
     }
   }
   return map;
+}
+
+/** The table `CREATE TABLE t AS SELECT …` or `SELECT … INTO t` creates from a query. */
+function createdTable(ast: SqlAst): string | undefined {
+  if (ast.type === 'create' && ast.query_expr !== undefined && ast.query_expr !== null) return firstTableName(ast.table);
+  const into = record(ast.into);
+  if (ast.type === 'select' && into !== undefined && into.keyword !== 'var') {
+    if (typeof into.expr === 'string') return into.expr;
+    return firstTableName(into.expr);
+  }
+  return undefined;
+}
+
+/** Tables named in FROM and JOIN lists anywhere in the tree (not the INSERT or UPDATE target). */
+function readTablesOf(ast: SqlAst): string[] {
+  const found = new Set<string>();
+  const visit = (node: unknown, depth: number): void => {
+    if (depth > 400 || node === null || typeof node !== 'object') return;
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child, depth + 1);
+      return;
+    }
+    const r = node as Record<string, unknown>;
+    if (Array.isArray(r.from)) {
+      for (const entry of r.from) {
+        const table = record(entry)?.table;
+        if (typeof table === 'string') found.add(table.toLowerCase());
+      }
+    }
+    for (const key of Object.keys(r)) if (key !== 'loc') visit(r[key], depth + 1);
+  };
+  visit(ast, 0);
+  return [...found];
 }
 
 /** Every comparison of a column with literals anywhere in the tree (subqueries included). */

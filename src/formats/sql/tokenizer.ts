@@ -27,7 +27,7 @@ export interface SqlToken {
   readonly end: number;
   /** word: upper-cased; ident: decoded name; op: the operator; others: source text is in the span. */
   readonly text: string;
-  /** string: upper-cased prefix ('' , 'N', 'E', 'X', 'B', 'R', …) or '$' for dollar-quoted. */
+  /** string: upper-cased prefix ('' , 'N', 'E', 'U&', 'X', 'B', 'R', …) or '$' for dollar-quoted. */
   readonly prefix: string;
   /** string: the content between the quotes, still escaped as written. */
   readonly contentStart: number;
@@ -322,6 +322,14 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         i = j;
         continue;
       }
+      // Snowflake's session variables: $name.
+      if (dialect.name === 'snowflake' && isWordStart(sql.charCodeAt(i + 1))) {
+        let j = i + 1;
+        while (j < n && isWordPart(sql.charCodeAt(j)) && sql.charCodeAt(j) !== 36) j++;
+        push('param', i, j, sql.slice(i, j));
+        i = j;
+        continue;
+      }
     }
     // numbers
     if (isDigit(c) || (c === 46 && isDigit(sql.charCodeAt(i + 1)))) {
@@ -329,6 +337,10 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       if (c === 48 && (sql.charCodeAt(i + 1) | 32) === 120) {
         j = i + 2;
         while (j < n && /[0-9a-fA-F]/.test(sql[j])) j++;
+      } else if (c === 48 && sql.charCodeAt(i + 1) === 98 && dialect.digitLedIdentifiers) {
+        // MySQL's bit-value literal 0b0101 (a binary string); 0b2 or 0B1 is a name there.
+        j = i + 2;
+        while (j < n && (sql[j] === '0' || sql[j] === '1')) j++;
       } else {
         while (j < n && isDigit(sql.charCodeAt(j))) j++;
         if (sql.charCodeAt(j) === 46) {
@@ -362,6 +374,14 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       while (j < n && isWordPart(sql.charCodeAt(j))) j++;
       const upper = sql.slice(i, j).toUpperCase();
       const next = sql.charCodeAt(j);
+      // PostgreSQL U&'…' (Unicode escapes); U&"…" names and UESCAPE (another escape character) are not read.
+      if (dialect.name === 'postgresql' && upper === 'U' && next === 38 && (sql.charCodeAt(j + 1) === 39 || sql.charCodeAt(j + 1) === 34)) {
+        if (sql.charCodeAt(j + 1) === 34) throw malformed(positions, i, 'U&"…" names (Unicode escapes in identifiers) are not read; write the name plainly');
+        pushString(i, 'U&', j + 1, false);
+        i = tokens[tokens.length - 1].end;
+        continue;
+      }
+      if (dialect.name === 'postgresql' && upper === 'UESCAPE') throw malformed(positions, i, 'UESCAPE (another escape character for U&\'…\') is not read; use the default \\');
       if ((next === 39 || (next === 34 && dialect.doubleQuoteIsString)) && stringPrefixAllowed(upper)) {
         const raw = upper.includes('R');
         pushString(i, upper, j, upper === 'E' || (dialect.backslashEscapes && !raw) || raw);
