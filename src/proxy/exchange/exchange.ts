@@ -213,7 +213,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
             outcome = 'other-content';
             options.body = raw;
           } else {
-            const protectedBody = phase.protectBody(decoded, contentType, requestId, kind);
+            const protectedBody = await phase.protectBodyAsync(decoded, contentType, requestId, kind);
             request = protectedBody.outcome;
             valuesProtected += request.valuesProtected;
             valuesFailed += request.valuesFailed;
@@ -259,7 +259,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         try {
           const codings = parseContentEncoding(upstream.headers['content-encoding']);
           const decoded = decodeContent(raw, codings, route.maxBodyBytes);
-          const result = phase.protectBody(decoded, upstream.headers['content-type'] as string | undefined, requestId);
+          const result = await phase.protectBodyAsync(decoded, upstream.headers['content-type'] as string | undefined, requestId);
           valuesProtected += result.outcome.valuesProtected;
           valuesFailed += result.outcome.valuesFailed;
           body = result.outcome.dataSetType === undefined ? raw : encodeContent(result.body, codings);

@@ -4,7 +4,7 @@
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../../core/types.ts';
 import type { RoutePhase } from '../../config/types.ts';
-import type { Engine, PreparedJob } from '../../engine/types.ts';
+import type { DocumentResult, Engine, PreparedJob } from '../../engine/types.ts';
 import type { FieldAction } from '../../formats/codec.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
@@ -36,11 +36,14 @@ export interface CompiledPhase {
    * content is refused with 415). Empty bodies come back as they are.
    */
   protectBody(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): { body: Buffer; outcome: PhaseOutcome };
+  /** protectBody for the exchange: a heavy body goes to a protection worker (Engine.protectDocumentAsync). */
+  protectBodyAsync(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): Promise<{ body: Buffer; outcome: PhaseOutcome }>;
   /** Protects the selected parameters of a raw query string (without `?`); others stay byte for byte. */
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const EMPTY: PhaseOutcome = { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 };
 
 /**
  * Validates the phase's job fields once (parseJobRequest, the same rules as every door) and
@@ -78,6 +81,39 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     context: { ...base.context, requestId },
   });
 
+  /** The body's kind and text; refused (415, or 400 for bad UTF-8) when it cannot be read. */
+  const decode = (body: Buffer, contentType: string | undefined, readAs: BodyKind | undefined): { kind: BodyKind; text: string } => {
+    const { mediaType, charset } = parseContentType(contentType);
+    const kind = readAs ?? kindOf(body, contentType);
+    if (kind === undefined) {
+      throw new DpgError(
+        'UNSUPPORTED_DATA_SET_TYPE',
+        `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
+      );
+    }
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
+    }
+    try {
+      return { kind, text: utf8.decode(body) };
+    } catch (err) {
+      throw new DpgError('MALFORMED_DATA_SET', 'The body is not valid UTF-8', { cause: err });
+    }
+  };
+  // Form bodies stay inline: they are small by nature (a browser's fields), and pairs are cheap.
+  const protectForm = (text: string, requestId: string): { body: Buffer; outcome: PhaseOutcome } => {
+    checkForm(text);
+    const prepared = engine.prepare(jobFor('JSON', requestId));
+    const out = protectPairs(text, prepared, () => true, 'form');
+    const summary = prepared.finish();
+    return { body: Buffer.from(out, 'utf8'), outcome: outcomeOf('FORM', summary) };
+  };
+  const documentOut = (kind: DataSetType, result: DocumentResult): { body: Buffer; outcome: PhaseOutcome } => {
+    const data = result.dataSet;
+    const outText = typeof data === 'string' ? data : JSON.stringify(data);
+    return { body: Buffer.from(outText, 'utf8'), outcome: outcomeOf(kind, result.summary) };
+  };
+
   return {
     manifest: base.manifestName,
     jobType: base.jobType,
@@ -86,35 +122,18 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     kindOf,
 
     protectBody(body, contentType, requestId, readAs) {
-      if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
-      const { mediaType, charset } = parseContentType(contentType);
-      const kind = readAs ?? kindOf(body, contentType);
-      if (kind === undefined) {
-        throw new DpgError(
-          'UNSUPPORTED_DATA_SET_TYPE',
-          `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
-        );
-      }
-      if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-        throw new DpgError('UNSUPPORTED_DATA_SET_TYPE', `Charset ${printableType(charset)} is not supported (UTF-8 only)`);
-      }
-      let text: string;
-      try {
-        text = utf8.decode(body);
-      } catch (err) {
-        throw new DpgError('MALFORMED_DATA_SET', 'The body is not valid UTF-8', { cause: err });
-      }
-      if (kind === 'FORM') {
-        checkForm(text);
-        const prepared = engine.prepare(jobFor('JSON', requestId));
-        const out = protectPairs(text, prepared, () => true, 'form');
-        const summary = prepared.finish();
-        return { body: Buffer.from(out, 'utf8'), outcome: outcomeOf('FORM', summary) };
-      }
-      const result = engine.protectDocument(jobFor(kind, requestId), text);
-      const data = result.dataSet;
-      const outText = typeof data === 'string' ? data : JSON.stringify(data);
-      return { body: Buffer.from(outText, 'utf8'), outcome: outcomeOf(kind, result.summary) };
+      if (body.length === 0) return { body, outcome: EMPTY };
+      const { kind, text } = decode(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(text, requestId);
+      return documentOut(kind, engine.protectDocument(jobFor(kind, requestId), text));
+    },
+
+    async protectBodyAsync(body, contentType, requestId, readAs) {
+      if (body.length === 0) return { body, outcome: EMPTY };
+      const { kind, text } = decode(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(text, requestId);
+      // A heavy body is protected in a worker (docs/operations.md, Workers): other exchanges go on.
+      return documentOut(kind, await engine.protectDocumentAsync(jobFor(kind, requestId), text));
     },
 
     protectQuery(query, requestId) {
