@@ -32,6 +32,8 @@ parentPort!.on('message', (task: Task) => {
   }
   parentPort!.postMessage(reply);
 });
+// The engine is built: the pool starts the task's time budget afresh from here.
+parentPort!.postMessage({ ready: true });
 
 function injectFault(task: Task): void {
   const text = task.kind === 'document' ? String(task.dataSet) : task.rows.flat().join('\n');

@@ -13,6 +13,9 @@ import { DpgError, type ValueFailure } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ErrorCode } from '../core/errors.ts';
 
+/** What a worker's start may take, whatever the task budget: loading and compiling on a busy machine. */
+const START_BUDGET_MS = 30_000;
+
 export interface WorkerPoolOptions {
   /** Most workers at once (≥ 1). */
   readonly max: number;
@@ -42,6 +45,8 @@ interface Slot {
   task?: Task;
   timer?: NodeJS.Timeout;
   idleTimer?: NodeJS.Timeout;
+  /** The worker has built its engine. */
+  ready?: boolean;
   /** Set once the slot left the pool (exited, killed, reaped): its events are ignored after. */
   gone?: boolean;
 }
@@ -106,7 +111,8 @@ export class WorkerPool {
     const slot: Slot = { worker };
     this.slots.add(slot);
     this.started++;
-    worker.on('message', (reply: WorkerReply) => this.settle(slot, reply));
+    this.options.logger?.info({ workers: this.slots.size }, 'protection worker started');
+    worker.on('message', (reply: WorkerReply | { readonly ready: true }) => this.settle(slot, reply));
     // An uncaught error (or running out of heap) ends the worker: its task fails closed. The error's
     // message may quote payload data, so only its name is logged.
     worker.on('error', (err) => this.lost(slot, `The protection worker failed (${(err as Error)?.name ?? 'error'}); nothing was sent on. Retry: it has been replaced`));
@@ -118,14 +124,29 @@ export class WorkerPool {
     clearTimeout(slot.idleTimer);
     slot.task = task;
     slot.worker.ref();
-    slot.timer = setTimeout(() => {
-      this.options.logger?.warn({ timeoutMs: this.options.timeoutMs }, 'protection worker overran its time budget; replaced');
-      void this.kill(slot, `The protection worker overran its time budget of ${this.options.timeoutMs} ms (limits.workers.timeoutMs); nothing was sent on`);
-    }, this.options.timeoutMs);
+    this.startBudget(slot, slot.ready ? this.options.timeoutMs : Math.max(this.options.timeoutMs, START_BUDGET_MS));
     slot.worker.postMessage({ id: task.id, ...task.message });
   }
 
-  private settle(slot: Slot, reply: WorkerReply): void {
+  /**
+   * The task's time budget. A new worker's start (loading modules, compiling manifests) is bounded
+   * by its own budget (at least START_BUDGET_MS) and the task by a fresh one once the worker says it
+   * is ready: a slow start on a busy machine must not eat the document's time.
+   */
+  private startBudget(slot: Slot, ms = this.options.timeoutMs): void {
+    clearTimeout(slot.timer);
+    slot.timer = setTimeout(() => {
+      this.options.logger?.warn({ timeoutMs: this.options.timeoutMs }, 'protection worker overran its time budget; replaced');
+      void this.kill(slot, `The protection worker overran its time budget of ${this.options.timeoutMs} ms (limits.workers.timeoutMs); nothing was sent on`);
+    }, ms);
+  }
+
+  private settle(slot: Slot, reply: WorkerReply | { readonly ready: true }): void {
+    if ('ready' in reply) {
+      slot.ready = true;
+      if (!slot.gone && slot.task) this.startBudget(slot);
+      return;
+    }
     const task = slot.task;
     if (slot.gone || !task || reply.id !== task.id) return;
     clearTimeout(slot.timer);
@@ -157,6 +178,7 @@ export class WorkerPool {
   private remove(slot: Slot): void {
     if (slot.gone) return;
     this.forget(slot, '');
+    this.options.logger?.info({ workers: this.slots.size }, 'protection worker stopped (idle)');
     void slot.worker.terminate();
   }
 
