@@ -48,7 +48,7 @@ const viaProxy = (body: string) =>
 const started = () => gateway.logs.filter((l) => l.includes('"msg":"protection worker started"')).length;
 const reaped = () => gateway.logs.filter((l) => l.includes('"msg":"protection worker stopped (idle)"')).length;
 
-/** A SQL script of `n` INSERTs: ~100 bytes each, weighted ten-fold, so far above inlineBytes. */
+/** A SQL script of `n` INSERTs: ~100 bytes each, and SQL weighs 32-fold: far above inlineBytes. */
 function sqlScript(n: number, marker = ''): string {
   const lines = [];
   for (let i = 0; i < n; i++) lines.push(`INSERT INTO customers (name, email, cardNumber) VALUES ('Jane Doe${i}', 'jane${i}@example.com', '${CARD}');`);
