@@ -28,7 +28,8 @@ parentPort!.on('message', (task: Task) => {
   } catch (err) {
     // Only our own errors keep their detail (toDpgError): a foreign message may quote payload data.
     const e = toDpgError(err);
-    reply = { id: task.id, ok: false, code: e.code, detail: e.message, ...(e.errors ? { errors: e.errors } : {}) };
+    const causeName = e === err ? undefined : err instanceof Error ? err.name : typeof err;
+    reply = { id: task.id, ok: false, code: e.code, detail: e.message, ...(e.errors ? { errors: e.errors } : {}), ...(causeName ? { causeName } : {}) };
   }
   parentPort!.postMessage(reply);
 });

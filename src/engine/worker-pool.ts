@@ -31,7 +31,15 @@ export interface WorkerPoolOptions {
 /** What a worker answers for one task. */
 export type WorkerReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
-  | { readonly id: number; readonly ok: false; readonly code: ErrorCode; readonly detail: string; readonly errors?: readonly ValueFailure[] };
+  | {
+      readonly id: number;
+      readonly ok: false;
+      readonly code: ErrorCode;
+      readonly detail: string;
+      readonly errors?: readonly ValueFailure[];
+      /** INTERNAL only: the name of what was thrown (never its message, which may quote data). */
+      readonly causeName?: string;
+    };
 
 interface Task {
   readonly id: number;
@@ -153,7 +161,11 @@ export class WorkerPool {
     slot.task = undefined;
     slot.worker.unref();
     if (reply.ok) task.resolve(reply.value);
-    else task.reject(new DpgError(reply.code, reply.detail, reply.errors ? { errors: reply.errors } : {}));
+    else {
+      // The doors log an INTERNAL error's cause by name: keep the worker's, without a message.
+      const cause = reply.causeName === undefined ? undefined : Object.assign(new Error(''), { name: reply.causeName });
+      task.reject(new DpgError(reply.code, reply.detail, { ...(reply.errors ? { errors: reply.errors } : {}), ...(cause ? { cause } : {}) }));
+    }
     if (this.queue.length > 0) this.dispatch(); // this slot takes the next task
     else if (this.closing) this.remove(slot);
     else slot.idleTimer = setTimeout(() => this.remove(slot), this.options.idleMs).unref();
