@@ -147,5 +147,9 @@ describe('protection workers in a running gateway', () => {
     await new Promise((r) => setTimeout(r, IDLE_MS + 500));
     assert.equal(started(), 3);
     assert.equal(reaped(), 1);
+    // The workers got the keyring as loaded: its material never reaches a log line.
+    const materials = [...readFileSync(join(dir, 'data', 'keyring.yaml'), 'utf8').matchAll(/material:\s*"?([A-Za-z0-9+/_=-]{40,})/g)].map((m) => m[1]!);
+    assert.ok(materials.length > 0, 'the generated keyring was read');
+    for (const m of materials) assert.ok(!gateway.logs.some((l) => l.includes(m.slice(0, 20))), 'no key material in the log');
   });
 });
