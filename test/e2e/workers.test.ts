@@ -68,7 +68,8 @@ before(async () => {
     .replace('grpc:\n', 'grpc:\n  enabled: false\n')
     .replace(
       'routes: []                      # see docs/proxy.md',
-      `routes:\n    - name: customers\n      match: { host: 127.0.0.1, port: ${upstream.port} }\n      request: { manifest: customer, jobType: Mask }`,
+      `routes:\n    - name: lenient\n      match: { host: 127.0.0.1, port: ${upstream.port}, path: "/lenient/**" }\n      request: { manifest: customer, jobType: Mask }\n      onError: passthrough\n` +
+        `    - name: customers\n      match: { host: 127.0.0.1, port: ${upstream.port} }\n      request: { manifest: customer, jobType: Mask }`,
     )
     .replace('limits:\n', `limits:\n  workers: { max: 1, inlineBytes: 4096, timeoutMs: ${TIMEOUT_MS}, idleMs: ${IDLE_MS} }\n`);
   assert.ok(config.includes('workers: { max: 1') && config.includes('name: customers'), 'the test config was edited');
@@ -129,6 +130,12 @@ describe('protection workers in a running gateway', () => {
     assert.equal(crashed.status, 503, crashed.text);
     assert.equal(JSON.parse(crashed.text).code, 'WORKER_FAILED');
     assert.equal(upstream.received.length, 0, 'fail closed: nothing sent upstream');
+    // Even a route that forwards unprotected on protection failures does not on a worker failure.
+    const lenient = await send(gateway.ports.proxy!, 'POST', `http://127.0.0.1:${upstream.port}/lenient/x`, JSON.stringify({ rows: sqlScript(60).split('\n'), note: 'dpg-test-worker-crash' }), {
+      'content-type': 'application/json',
+    });
+    assert.equal(lenient.status, 503, lenient.text);
+    assert.equal(upstream.received.length, 0, 'onError: passthrough does not pass a worker failure');
     const ok = await protect('SQL', sqlScript(200));
     assert.equal(ok.status, 200, ok.text);
     const out = JSON.parse(ok.text);
@@ -143,9 +150,9 @@ describe('protection workers in a running gateway', () => {
 
   it('reap idle workers: none is left after idleMs', async () => {
     for (let i = 0; i < 200 && reaped() < started() - 2; i++) await new Promise((r) => setTimeout(r, 50));
-    // Started: hang (killed), crash (died), the one that served the rest (reaped when idle).
+    // Started: hang (killed), two crashes (died), the one that served the rest (reaped when idle).
     await new Promise((r) => setTimeout(r, IDLE_MS + 500));
-    assert.equal(started(), 3);
+    assert.equal(started(), 4);
     assert.equal(reaped(), 1);
     // The workers got the keyring as loaded: its material never reaches a log line.
     const materials = [...readFileSync(join(dir, 'data', 'keyring.yaml'), 'utf8').matchAll(/material:\s*"?([A-Za-z0-9+/_=-]{40,})/g)].map((m) => m[1]!);
