@@ -23,7 +23,9 @@ export async function buildDist({ quiet = false } = {}) {
   rmSync(outdir, { recursive: true, force: true });
   const result = await build({
     absWorkingDir: root,
-    entryPoints: { cli: 'src/cli/main.ts' },
+    // protect-worker: the protection worker's module, started by src/engine/worker-pool.ts from
+    // dist/protect-worker.js (its engine code is shared with cli.js through chunks/).
+    entryPoints: { cli: 'src/cli/main.ts', 'protect-worker': 'src/engine/protect-worker.ts' },
     outdir,
     bundle: true,
     splitting: true,

@@ -117,6 +117,8 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       watcher?.close();
       const grace = config.http.shutdownGraceMs;
       await Promise.all([httpServer?.close(grace), grpcServer?.close(grace), proxy?.close(grace)]);
+      // After the doors drained: no request waits on a protection worker any more.
+      await engine.close();
       // Last: probes and scrapes keep an answer (not ready) while the doors drain.
       await adminServer?.close();
       await identity?.close();

@@ -3,6 +3,7 @@
 // directory, then the DPG_* environment overrides. Problems carry file and line.
 
 import { existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
@@ -29,6 +30,7 @@ import type {
   Scope,
   TlsFiles,
   TransparentConfig,
+  WorkersConfig,
 } from './types.ts';
 
 export const DEFAULT_CONFIG_FILE = 'config/gateway.yaml';
@@ -37,6 +39,15 @@ export const DEFAULT_DATA_DIR_NAME = '.dpg';
 const SECTIONS = ['http', 'grpc', 'identity', 'keys', 'manifests', 'proxy', 'limits', 'logging', 'admin'] as const;
 const MiB = 1024 * 1024;
 const SCOPES: readonly Scope[] = ['protect', 'reconstruct', 'decrypt'];
+/**
+ * The worker pool's defaults (docs/operations.md, Workers). One worker per core but one (the event
+ * loop keeps a core for the doors), at most two: each worker holds its own engine (~10 MB), and
+ * the sidecar's footprint budget counts. inlineBytes is the weighted size (engine/offload.ts)
+ * up to which a document is protected on the event loop: ~4 ms of Mask JSON on the reference machine.
+ */
+export function defaultWorkers(cores = availableParallelism()): WorkersConfig {
+  return { max: Math.max(1, Math.min(2, cores - 1)), inlineBytes: 32 * 1024, timeoutMs: 120_000, idleMs: 30_000 };
+}
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export interface LoadOptions {
@@ -334,12 +345,26 @@ class SectionReader {
   }
 
   limits(v: YamlValue | undefined): LimitsConfig {
-    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength', 'maxDocumentBytes'] as const);
+    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength', 'maxDocumentBytes', 'workers'] as const);
     return {
       maxDepth: f ? this.int(f.maxDepth, 256, 1, 10_000) : 256,
       maxRows: f ? this.int(f.maxRows, 1_000_000, 1) : 1_000_000,
       maxValueLength: f ? this.int(f.maxValueLength, MiB, 1) : MiB,
       maxDocumentBytes: f ? this.int(f.maxDocumentBytes, 64 * MiB, 1) : 64 * MiB,
+      workers: this.workers(f?.workers),
+    };
+  }
+
+  /** limits.workers: the protection worker pool (docs/operations.md, Workers). */
+  private workers(v: YamlValue | undefined): WorkersConfig {
+    const d = defaultWorkers();
+    const f = v?.present ? v.fields(['max', 'inlineBytes', 'timeoutMs', 'idleMs'] as const) : undefined;
+    if (!f) return d;
+    return {
+      max: this.int(f.max, d.max, 0, 64),
+      inlineBytes: this.int(f.inlineBytes, d.inlineBytes, 0),
+      timeoutMs: this.int(f.timeoutMs, d.timeoutMs, 100),
+      idleMs: this.int(f.idleMs, d.idleMs, 0),
     };
   }
 

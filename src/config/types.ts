@@ -213,6 +213,23 @@ export interface LimitsConfig {
    * arrays stream). Default 64 MiB.
    */
   readonly maxDocumentBytes: number;
+  /**
+   * The protection worker pool for heavy documents (docs/operations.md, Workers). The config
+   * loader always sets it; absent (engines built by hand, as some tests do): everything inline.
+   */
+  readonly workers?: WorkersConfig;
+}
+
+/** limits.workers: documents above inlineBytes (weighted) are protected off the event loop. */
+export interface WorkersConfig {
+  /** Most worker threads at once; 0 protects everything inline. Default min(2, cores - 1), at least 1. */
+  readonly max: number;
+  /** Weighted size (bytes × the data type's cost factor) up to which work stays inline. Default 32 KiB. */
+  readonly inlineBytes: number;
+  /** A task running longer fails with WORKER_FAILED and its worker is replaced. Default 120,000. */
+  readonly timeoutMs: number;
+  /** An idle worker is stopped after this long, so an idle sidecar holds none. Default 30,000. */
+  readonly idleMs: number;
 }
 
 /**

@@ -47,6 +47,11 @@ export const errorCatalogue = {
   INTERNAL: { status: 500, grpc: GrpcStatus.INTERNAL, title: 'Internal error' },
   /** The key version active now is marked retired: new data needs a newer version (docs/keys.md). */
   KEY_RETIRED: { status: 503, grpc: GrpcStatus.UNAVAILABLE, title: 'Key version retired' },
+  /**
+   * The protection worker running this request crashed or overran limits.workers.timeoutMs
+   * (docs/operations.md, Workers). Nothing was sent on; the worker is replaced, so a retry can pass.
+   */
+  WORKER_FAILED: { status: 503, grpc: GrpcStatus.UNAVAILABLE, title: 'Protection worker failed' },
   // Transport-level codes: the HTTP router and the egress proxy, never the engine.
   ROUTE_NOT_FOUND: { status: 404, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Method not allowed' },

@@ -8,7 +8,11 @@ import type { Logger } from '../core/logger.ts';
 import type { JobSpec, ProtectSummary, Scalar } from '../core/types.ts';
 import type { Keyring } from '../crypto/keyring.ts';
 import type { CompiledManifest } from '../manifest/compile.ts';
-import { loadManifestDir } from '../manifest/load.ts';
+import { loadManifestDir, type ManifestSource } from '../manifest/load.ts';
+import type { WorkersConfig } from '../config/types.ts';
+import { documentCost, rowsCost } from './offload-cost.ts';
+import { WorkerPool } from './worker-pool.ts';
+import { keyringDocument, type WorkerSeed } from './worker-seed.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
@@ -22,6 +26,8 @@ export interface EngineLimits {
   readonly maxRows: number;
   /** Documents held whole for CSV output (XML, SQL). */
   readonly maxDocumentBytes: number;
+  /** Absent or max 0: the async methods run inline too (no workers). */
+  readonly workers?: WorkersConfig;
 }
 
 export interface EngineOptions {
@@ -37,6 +43,10 @@ const DEFAULT_LIMITS: EngineLimits = { maxDepth: 256, maxValueLength: 1024 * 102
 
 export class ProtectionEngine implements Engine {
   private manifests: ReadonlyMap<string, CompiledManifest>;
+  /** The texts `manifests` came from, swapped with them: a worker compiles the same set. */
+  private sources: readonly ManifestSource[];
+  /** Started on the first heavy document; replaced (the old one drains) when manifests reload. */
+  private pool: WorkerPool | undefined;
   private readonly keys: KeyService;
   private readonly limits: EngineLimits;
   private readonly codecs: Codecs;
@@ -45,8 +55,10 @@ export class ProtectionEngine implements Engine {
   constructor(
     private readonly options: EngineOptions,
     manifests: ReadonlyMap<string, CompiledManifest>,
+    sources: readonly ManifestSource[] = [],
   ) {
     this.manifests = manifests;
+    this.sources = sources;
     this.keys = new KeyService(options.keyring);
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.codecs = createCodecs({ maxDepth: this.limits.maxDepth });
@@ -58,8 +70,14 @@ export class ProtectionEngine implements Engine {
    * problems are returned; otherwise the new set replaces the old one in a single assignment.
    */
   reload(): readonly ConfigProblem[] {
-    const { manifests, problems } = loadChecked(this.options);
-    if (problems.length === 0) this.manifests = manifests;
+    const { manifests, sources, problems } = loadChecked(this.options);
+    if (problems.length === 0) {
+      this.manifests = manifests;
+      this.sources = sources;
+      // Workers hold the old plans: new work goes to a new pool, the old one finishes what it has.
+      this.pool?.close();
+      this.pool = undefined;
+    }
     return problems;
   }
 
@@ -90,6 +108,51 @@ export class ProtectionEngine implements Engine {
     const { sqlDialect, listDelimiter, listRequireCertainDelimiter } = job.context;
     const out = codec.protect(dataSet, prepared.resolver, { sqlDialect, listDelimiter, listRequireCertainDelimiter });
     return { dataSet: out, summary: prepared.finish() };
+  }
+
+  /**
+   * protectDocument off the event loop when the document is heavy (offload-cost.ts above
+   * limits.workers.inlineBytes): same result, byte for byte; otherwise inline, with no message passing.
+   */
+  async protectDocumentAsync(job: JobSpec, dataSet: unknown): Promise<DocumentResult> {
+    const pool = this.poolFor(documentCost(job.dataSetType, dataSet));
+    if (!pool) return this.protectDocument(job, dataSet);
+    return (await pool.run({ kind: 'document', job, dataSet })) as DocumentResult;
+  }
+
+  /** protectRows, off the event loop for a heavy table (its cells' characters above inlineBytes). */
+  async protectRowsAsync(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): Promise<RowsResult> {
+    const pool = rows.length > this.limits.maxRows ? undefined : this.poolFor(rowsCost(rows));
+    if (!pool) return this.protectRows(job, labels, rows, cellType);
+    return (await pool.run({ kind: 'rows', job, labels, rows, cellType })) as RowsResult;
+  }
+
+  /** Workers alive now and started so far (tests, docs/operations.md). */
+  workerStats(): { alive: number; started: number } {
+    return { alive: this.pool?.size ?? 0, started: this.pool?.started ?? 0 };
+  }
+
+  /** Stops the workers (gateway shutdown); a later heavy document would start new ones. */
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.terminate();
+  }
+
+  private poolFor(cost: number): WorkerPool | undefined {
+    const w = this.limits.workers;
+    if (!w || w.max <= 0 || cost <= w.inlineBytes) return undefined;
+    return (this.pool ??= new WorkerPool({
+      max: w.max,
+      timeoutMs: w.timeoutMs,
+      idleMs: w.idleMs,
+      workerData: this.seed(),
+      ...(this.options.logger ? { logger: this.options.logger } : {}),
+    }));
+  }
+
+  private seed(): WorkerSeed {
+    return { manifestsDir: this.options.manifestsDir, sources: this.sources, keyring: keyringDocument(this.options.keyring), limits: this.limits };
   }
 
   protectRows(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): RowsResult {
@@ -156,18 +219,18 @@ function scalarToCell(v: Scalar): string {
 
 /** Loads manifests and builds the engine; throws ConfigError listing every manifest problem. */
 export function createEngine(options: EngineOptions): ProtectionEngine {
-  const { manifests, problems } = loadChecked(options);
+  const { manifests, sources, problems } = loadChecked(options);
   if (problems.length > 0) throw new ConfigError(problems);
-  return new ProtectionEngine(options, manifests);
+  return new ProtectionEngine(options, manifests, sources);
 }
 
 /** Loads the manifest directory and checks what needs the keyring too: every keyId must exist. */
-function loadChecked(options: EngineOptions): { manifests: ReadonlyMap<string, CompiledManifest>; problems: ConfigProblem[] } {
-  const { manifests, problems } = loadManifestDir(options.manifestsDir);
+function loadChecked(options: EngineOptions): { manifests: ReadonlyMap<string, CompiledManifest>; sources: readonly ManifestSource[]; problems: ConfigProblem[] } {
+  const { manifests, sources, problems } = loadManifestDir(options.manifestsDir);
   const kids = new Set(options.keyring.kids());
   const all = [...problems];
   for (const m of manifests.values()) {
     if (m.keyId !== undefined && !kids.has(m.keyId)) all.push({ file: m.file, path: 'keyId', message: `key ${m.keyId} is not in the keyring` });
   }
-  return { manifests, problems: all };
+  return { manifests, sources, problems: all };
 }

@@ -42,8 +42,16 @@ export interface Engine {
   prepare(job: JobSpec): PreparedJob;
   /** Whole documents in memory: JSON (text or parsed), XML, SQL, LIST (text). */
   protectDocument(job: JobSpec, dataSet: unknown): DocumentResult;
+  /**
+   * The same, for the doors: a heavy document (above limits.workers.inlineBytes, weighted by data
+   * type) runs in a protection worker so the event loop stays free; a light one runs inline.
+   * A worker that crashes or overruns its budget rejects with WORKER_FAILED (nothing was produced).
+   */
+  protectDocumentAsync(job: JobSpec, dataSet: unknown): Promise<DocumentResult>;
   /** gRPC ProtectValues: columns named by labels; FILE cells are values, JSON cells are documents. */
   protectRows(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): RowsResult;
+  /** protectRows, in a protection worker for a heavy table (see protectDocumentAsync). */
+  protectRowsAsync(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): Promise<RowsResult>;
   /**
    * /file/protect: protects the data and writes it as flattened CSV (LIST stays LIST). Streams
    * where the type allows. The summary promise settles when the output ends.

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, parseListenAddress } from '../../src/config/load.ts';
+import { defaultWorkers, loadConfig, parseListenAddress } from '../../src/config/load.ts';
 
 function withConfig(yaml: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'dpg-config-'));
@@ -40,6 +40,22 @@ describe('config loader', () => {
       const { problems } = loadConfig({ file: client(bad), env: {} });
       assert.ok(problems.length > 0 && problems.every((p) => p.line === 6), bad);
     }
+  });
+
+  it('limits.workers: defaults from the core count; each key validated with its line', () => {
+    const shipped = loadConfig({ file: 'config/gateway.yaml', env: {} }).config!.limits.workers!;
+    assert.deepEqual(shipped, defaultWorkers());
+    assert.deepEqual(defaultWorkers(2), { max: 1, inlineBytes: 32768, timeoutMs: 120000, idleMs: 30000 }, 'one worker on 2 cores');
+    assert.equal(defaultWorkers(1).max, 1);
+    assert.equal(defaultWorkers(16).max, 2);
+    const set = loadConfig({ file: withConfig('limits:\n  workers: { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0 }\n'), env: {} });
+    assert.deepEqual(set.problems, []);
+    assert.deepEqual(set.config!.limits.workers, { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0 });
+    const bad = loadConfig({ file: withConfig('limits:\n  workers:\n    max: -1\n    timeoutMs: 5\n    idleMs: soon\n    threads: 4\n'), env: {} });
+    assert.deepEqual(
+      bad.problems.map((p) => `${p.line} ${p.path}`).sort(),
+      ['3 limits.workers.max', '4 limits.workers.timeoutMs', '5 limits.workers.idleMs', '6 limits.workers.threads'].sort(),
+    );
   });
 
   it('admin.listen: off by default; host:port, off or false in the file; DPG_ADMIN_ADDR (host:port or off) wins', () => {

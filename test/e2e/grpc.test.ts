@@ -23,12 +23,16 @@ function explodingEngine(): Engine {
   return {
     prepare: (job) => real.prepare(job),
     protectDocument: (job, data) => real.protectDocument(job, data),
+    protectDocumentAsync: (job, data) => real.protectDocumentAsync(job, data),
     protectToCsv: (job, input) => real.protectToCsv(job, input),
     hasManifest: (name) => real.hasManifest(name),
     manifestNames: () => real.manifestNames(),
     protectRows(job, labels, rows, cellType) {
       if (job.manifestName === 'explode') throw new TypeError('cannot read 4111 1111 1111 1111 of undefined');
       return real.protectRows(job, labels, rows, cellType);
+    },
+    async protectRowsAsync(job, labels, rows, cellType) {
+      return this.protectRows(job, labels, rows, cellType);
     },
   };
 }

@@ -61,7 +61,9 @@ export interface Exchange {
 }
 
 /** Failures that `onError: passthrough` never forwards (the input itself is the problem). */
-const NEVER_PASSED_THROUGH: ReadonlySet<string> = new Set(['PAYLOAD_TOO_LARGE', 'MALFORMED_DATA_SET']);
+// WORKER_FAILED too: a worker that crashed or overran may have been brought down by the body itself
+// (a document built to exhaust the heap), which is no reason to let it through unread.
+const NEVER_PASSED_THROUGH: ReadonlySet<string> = new Set(['PAYLOAD_TOO_LARGE', 'MALFORMED_DATA_SET', 'WORKER_FAILED']);
 
 export function originOf(target: Target): string {
   const address = target.connectTo?.address ?? target.host;
@@ -213,7 +215,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
             outcome = 'other-content';
             options.body = raw;
           } else {
-            const protectedBody = phase.protectBody(decoded, contentType, requestId, kind);
+            const protectedBody = await phase.protectBodyAsync(decoded, contentType, requestId, kind);
             request = protectedBody.outcome;
             valuesProtected += request.valuesProtected;
             valuesFailed += request.valuesFailed;
@@ -259,12 +261,12 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         try {
           const codings = parseContentEncoding(upstream.headers['content-encoding']);
           const decoded = decodeContent(raw, codings, route.maxBodyBytes);
-          const result = phase.protectBody(decoded, upstream.headers['content-type'] as string | undefined, requestId);
+          const result = await phase.protectBodyAsync(decoded, upstream.headers['content-type'] as string | undefined, requestId);
           valuesProtected += result.outcome.valuesProtected;
           valuesFailed += result.outcome.valuesFailed;
           body = result.outcome.dataSetType === undefined ? raw : encodeContent(result.body, codings);
         } catch (err) {
-          if (route.onError !== 'passthrough') throw new ResponsePhaseError(err);
+          if (route.onError !== 'passthrough' || (isDpgError(err) && err.code === 'WORKER_FAILED')) throw new ResponsePhaseError(err);
           outcome = 'passthrough';
           logger.warn({ route: route.name, requestId, code: problemOf(err).code }, 'proxy: response phase failed, route passes the response on (onError: passthrough)');
           body = raw;

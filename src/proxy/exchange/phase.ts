@@ -4,7 +4,7 @@
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../../core/types.ts';
 import type { RoutePhase } from '../../config/types.ts';
-import type { Engine, PreparedJob } from '../../engine/types.ts';
+import type { DocumentResult, Engine, PreparedJob } from '../../engine/types.ts';
 import type { FieldAction } from '../../formats/codec.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
@@ -39,9 +39,13 @@ export interface CompiledPhase {
    * content is refused with 415). Empty bodies come back as they are.
    */
   protectBody(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): { body: Buffer; outcome: PhaseOutcome };
+  /** protectBody for the exchange: a heavy body goes to a protection worker (Engine.protectDocumentAsync). */
+  protectBodyAsync(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): Promise<{ body: Buffer; outcome: PhaseOutcome }>;
   /** Protects the selected parameters of a raw query string (without `?`); others stay byte for byte. */
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
 }
+
+const EMPTY: PhaseOutcome = { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 };
 
 /**
  * Validates the phase's job fields once (parseJobRequest, the same rules as every door) and
@@ -81,6 +85,34 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     context: dataSetType === 'LIST' ? { ...base.context, ...listContext, requestId } : { ...base.context, requestId },
   });
 
+  /** The body's kind, its text, and how protected text is written back in the body's encoding; refused (415) when it cannot be read. */
+  const decode = (body: Buffer, contentType: string | undefined, readAs: BodyKind | undefined): { kind: BodyKind; text: string; encode: (text: string) => Buffer } => {
+    const mediaType = mediaTypeOf(contentType);
+    const kind = readAs ?? kindOf(body, contentType);
+    if (kind === undefined) {
+      throw new DpgError(
+        'UNSUPPORTED_DATA_SET_TYPE',
+        `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
+      );
+    }
+    // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
+    const { text, encode } = readBodyText(body, kind, contentType);
+    return { kind, text, encode };
+  };
+  // Form bodies stay inline: they are small by nature (a browser's fields), and pairs are cheap.
+  const protectForm = (text: string, encode: (text: string) => Buffer, requestId: string): { body: Buffer; outcome: PhaseOutcome } => {
+    checkForm(text);
+    const prepared = engine.prepare(jobFor('JSON', requestId));
+    const out = protectPairs(text, prepared, () => true, 'form');
+    const summary = prepared.finish();
+    return { body: encode(out), outcome: outcomeOf('FORM', summary) };
+  };
+  const documentOut = (kind: DataSetType, result: DocumentResult, encode: (text: string) => Buffer): { body: Buffer; outcome: PhaseOutcome } => {
+    const data = result.dataSet;
+    const outText = typeof data === 'string' ? data : JSON.stringify(data);
+    return { body: encode(outText), outcome: outcomeOf(kind, result.summary) };
+  };
+
   return {
     manifest: base.manifestName,
     jobType: base.jobType,
@@ -89,28 +121,18 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     kindOf,
 
     protectBody(body, contentType, requestId, readAs) {
-      if (body.length === 0) return { body, outcome: { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 } };
-      const mediaType = mediaTypeOf(contentType);
-      const kind = readAs ?? kindOf(body, contentType);
-      if (kind === undefined) {
-        throw new DpgError(
-          'UNSUPPORTED_DATA_SET_TYPE',
-          `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
-        );
-      }
-      // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
-      const { text, encode } = readBodyText(body, kind, contentType);
-      if (kind === 'FORM') {
-        checkForm(text);
-        const prepared = engine.prepare(jobFor('JSON', requestId));
-        const out = protectPairs(text, prepared, () => true, 'form');
-        const summary = prepared.finish();
-        return { body: encode(out), outcome: outcomeOf('FORM', summary) };
-      }
-      const result = engine.protectDocument(jobFor(kind, requestId), text);
-      const data = result.dataSet;
-      const outText = typeof data === 'string' ? data : JSON.stringify(data);
-      return { body: encode(outText), outcome: outcomeOf(kind, result.summary) };
+      if (body.length === 0) return { body, outcome: EMPTY };
+      const { kind, text, encode } = decode(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(text, encode, requestId);
+      return documentOut(kind, engine.protectDocument(jobFor(kind, requestId), text), encode);
+    },
+
+    async protectBodyAsync(body, contentType, requestId, readAs) {
+      if (body.length === 0) return { body, outcome: EMPTY };
+      const { kind, text, encode } = decode(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(text, encode, requestId);
+      // A heavy body is protected in a worker (docs/operations.md, Workers): other exchanges go on.
+      return documentOut(kind, await engine.protectDocumentAsync(jobFor(kind, requestId), text), encode);
     },
 
     protectQuery(query, requestId) {

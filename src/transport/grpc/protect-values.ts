@@ -130,7 +130,7 @@ async function serve(
       record('CANCELLED', 0, 0);
       return;
     }
-    const result = deps.engine.protectRows(job, msg.labels, msg.rows, cellType);
+    const result = await deps.engine.protectRowsAsync(job, msg.labels, msg.rows, cellType);
     record('ok', result.summary.protected, result.summary.failed);
     callback(null, { rows: result.rows }, successTrailers(requestId, result.summary.protected, result.summary.failed));
   } catch (err) {

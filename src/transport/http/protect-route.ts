@@ -45,7 +45,8 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
   const input = dataSetInput(dataSet, dataSetType, encoding);
   // An object or array dataSet: the engine gets its exact text, not the parsed value.
   const asWritten = typeof input === 'object' ? dataSetText(text, deps.config.limits.maxDepth) : undefined;
-  const result = deps.engine.protectDocument(job, asWritten ?? input);
+  // A heavy document is protected in a worker (docs/operations.md, Workers): other requests go on meanwhile.
+  const result = await deps.engine.protectDocumentAsync(job, asWritten ?? input);
   const dataSetJson = asWritten !== undefined ? (result.dataSet as string) : JSON.stringify(dataSetOutput(result.dataSet, encoding));
 
   const rest = JSON.stringify({
