@@ -59,10 +59,18 @@ export function parseListenAddress(text: string): ListenAddress | undefined {
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
 
+/**
+ * The config file every command reads when none is named: DPG_CONFIG (an empty one counts as unset),
+ * else config/gateway.yaml. `dpg serve` and `dpg capture` share it, so capture sees serve's routes.
+ */
+export function configFileOf(file?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return file ?? (env.DPG_CONFIG || DEFAULT_CONFIG_FILE);
+}
+
 export function loadConfig(options: LoadOptions = {}): LoadResult {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const file = resolve(cwd, options.file ?? env.DPG_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const file = resolve(cwd, configFileOf(options.file, env));
   const { root, sink } = readYamlFile(file);
   if (sink.problems.length > 0) return { problems: sink.problems };
   const base = dirname(file);

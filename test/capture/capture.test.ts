@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -245,18 +245,43 @@ logging: { level: info }
     assert.equal(await save(), first);
   });
 
-  test('review finding 8: by default a route without a port is captured on every port (8443 arrives masked)', async () => {
-    // The config's route names no port: it matches every port, so the default captures them all.
-    const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+  test("issue 16 class 10: the README recipe (dpg capture with no --config in a clone) captures the port of config/gateway.yaml's route", async () => {
+    // A clone whose config/gateway.yaml routes api.partner.test on 8443 only; capture runs there with no --config.
+    const clone = join(dir, 'clone');
+    mkdirSync(join(clone, 'config'), { recursive: true });
+    writeFileSync(
+      join(clone, 'config', 'gateway.yaml'),
+      `manifests: ${join(ROOT, 'config/manifests')}\nproxy:\n  routes:\n    - name: partner-8443\n      match: { host: api.partner.test, port: 8443, path: "/v1/customers/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
+      { mode: 0o644 },
+    );
+    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10001', '--exclude-cidrs', '198.51.100.12/32'], { cwd: clone, env: { DPG_CONFIG: '' } });
     assert.equal(cap.code, 0, cap.stderr);
-    const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('port-8443'), 'http://api.partner.test:8443/v1/customers']);
+    assert.match(cap.stdout, /^routes \(config\/gateway\.yaml\): partner-8443 8443$/m);
+    assert.match(cap.stdout, /capture installed .*: TCP 8443 \(the ports routes name\)/);
+    const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('recipe-8443'), 'http://api.partner.test:8443/v1/customers']);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(bodyOf('port-8443')?.cardNumber, MASKED);
+    assert.equal(bodyOf('recipe-8443')?.cardNumber, MASKED, 'the route on 8443 is captured');
+  });
+
+  test('review finding 8: by default a route without a port is captured on every port (8443 and 8080 arrive masked)', async () => {
+    const save = async (): Promise<string> => (await pod.must('iptables-save', ['-t', 'nat'])).split('\n').filter((l) => !l.startsWith('#') && !l.startsWith(':')).join('\n');
+    const before = await save();
+    // Issue 16 class 10: the route matches every port, so leaving one out is refused and changes no rule.
+    const refused = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /route partner names no port, so it matches every port, but TCP 8080 would be excluded/);
+    assert.equal(await save(), before, 'the refused capture installed nothing');
+
+    const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stderr, /route partner names no port/);
-    assert.match(cap.stdout, /TCP every TCP port but 8080 \(a route names no port\)/);
-    const excluded = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('excluded-port-2'), 'http://api.partner.test:8080/v1/customers']);
-    assert.equal(excluded.code, 0, excluded.stderr);
-    assert.equal(bodyOf('excluded-port-2')?.cardNumber, CARD, 'an excluded port still bypasses');
+    assert.match(cap.stdout, /^routes \(.*gateway\.yaml\): partner every port$/m);
+    assert.match(cap.stdout, /every TCP port \(a route names no port\)/);
+    for (const [marker, port] of [['port-8443', 8443], ['port-8080', 8080]] as const) {
+      const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload(marker), `http://api.partner.test:${port}/v1/customers`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(bodyOf(marker)?.cardNumber, MASKED, `port ${port}`);
+    }
   });
 
   test('gateway stopped: the app is refused, nothing reaches the upstream; then --remove leaves no rule', async () => {
