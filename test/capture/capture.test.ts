@@ -21,6 +21,8 @@ const DPG = join(ROOT, 'bin/dpg.js');
 const CARD = '4111111111111111';
 const MASKED = '************1111';
 const GATEWAY_UID = 10001;
+/** The config `dpg capture` reads when given no --config (nsenter starts commands in /, so no relative default). */
+const CAPTURE_ENV = { DPG_CONFIG: join(ROOT, 'config/gateway.yaml') };
 const APP_UID = 10002;
 
 const HOSTS = {
@@ -123,7 +125,7 @@ logging: { level: info }
     );
 
     // dpg capture, as root in the pod, as an init container would (ports 80, 443 and 8080; 8080 excluded below).
-    const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
     assert.match(cap.stdout, /probe IPv6: \[2001:db8::2\]:80 arrived on port 15006/);
@@ -240,7 +242,7 @@ logging: { level: info }
     assert.match(first, /-A DPG_OUTPUT -d 127\.0\.0\.0\/8 -j RETURN/);
     assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
     // Probing the redirect port while the gateway holds it: accepted there.
-    const again = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    const again = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(again.code, 0, again.stderr);
     assert.equal(await save(), first);
   });
@@ -254,7 +256,8 @@ logging: { level: info }
       `manifests: ${join(ROOT, 'config/manifests')}\nproxy:\n  routes:\n    - name: partner-8443\n      match: { host: api.partner.test, port: 8443, path: "/v1/customers/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
       { mode: 0o644 },
     );
-    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10001', '--exclude-cidrs', '198.51.100.12/32'], { cwd: clone, env: { DPG_CONFIG: '' } });
+    // nsenter starts in /: the shell goes to the clone first, as a user's would.
+    const cap = await pod.run('sh', ['-c', `cd "$1" && exec node "$2" capture --proxy-uid 10001 --exclude-cidrs 198.51.100.12/32`, 'sh', clone, DPG]);
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stdout, /^routes \(config\/gateway\.yaml\): partner-8443 8443$/m);
     assert.match(cap.stdout, /capture installed .*: TCP 8443 \(the ports routes name\)/);
@@ -305,7 +308,7 @@ logging: { level: info }
   });
 
   test('a gateway whose UID the rules do not exempt refuses to start (its connections would loop)', async () => {
-    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10009'], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10009'], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     const looping = await startGateway();
     const code = await new Promise<number | null>((resolve) => looping.once('exit', resolve));
@@ -335,7 +338,7 @@ logging: { level: info }
     const notrack = ['OUTPUT', '-p', 'tcp', '--dport', '80', '-j', 'NOTRACK'];
     await pod.must('iptables', ['-w', '5', '-t', 'raw', '-A', ...notrack]);
     try {
-      const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
       assert.equal(cap.code, 1, `capture must fail: ${cap.stdout}${cap.stderr}`);
       assert.match(cap.stderr, /probe IPv4 to 198\.51\.100\.2:80 failed: the probe connection did not arrive on the redirect port 15006/);
       assert.match(cap.stderr, /the rules are installed but do not redirect; traffic is NOT captured/);
@@ -344,7 +347,7 @@ logging: { level: info }
       assert.doesNotMatch(cap.stdout, /probe IPv4/);
       await pod.must('iptables', ['-w', '5', '-t', 'raw', '-D', ...notrack]);
       // The same command with the NOTRACK rule gone passes its probe: the rule was the only cause.
-      const fixed = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      const fixed = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
       assert.equal(fixed.code, 0, fixed.stderr);
       assert.match(fixed.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
     } finally {
@@ -357,7 +360,7 @@ logging: { level: info }
 
   test('--backend legacy: rules in the legacy tables, idempotent, a real redirect (HTTP, HTTPS, IPv6), --remove leaves none', { skip: legacySkip }, async () => {
     const args = ['--backend', 'legacy', '--include-ports', '80,443', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)];
-    const cap = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stdout, /capture installed \(legacy, IPv4 and IPv6\)/);
     assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
@@ -373,7 +376,7 @@ logging: { level: info }
     assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
     assert.doesNotMatch(await rulesOf('iptables-save', 'ip6tables-save'), /DPG_OUTPUT/, 'nothing went to the nf_tables backend');
 
-    const again = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    const again = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(again.code, 0, again.stderr);
     assert.equal(await legacy(), first, 're-running gives the same rules (no duplicated jump)');
 
