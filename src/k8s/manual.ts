@@ -1,9 +1,12 @@
 // Manual injection (`dpg inject`): a multi-document YAML stream in, the same stream out with every
 // pod template injected. Each changed document is patched in place (comments and key order kept
 // where the yaml package can); other kinds pass through. All or nothing: when any document is
-// unreadable or refused, no output is produced at all.
+// unreadable or refused, no output is produced at all. YAML is read as the API server reads it
+// (manifest-yaml.ts: YAML 1.1 scalars, merge keys); input that kubectl would decode as JSON (its
+// first character is `{`) is read as JSON and written back as JSON.
 
-import { Parser, parseAllDocuments, type Document } from 'yaml';
+import { Parser, type Document } from 'yaml';
+import { parseManifests } from './manifest-yaml.ts';
 import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 import { describe, isList, templatePath } from './workloads.ts';
@@ -73,13 +76,44 @@ function yamlProblem(doc: Document): string | undefined {
   return `YAML ${error.code}${line ? ` at line ${line}` : ''}`;
 }
 
-/** Injects every workload of a YAML (or JSON) stream. */
+/**
+ * kubectl decodes input whose first non-space character is `{` as JSON (one object; a `List` for
+ * many): undefined for anything else. The parse error is not quoted: it would quote the input.
+ */
+function readJson(text: string): { value?: unknown; problem?: string } | undefined {
+  if (!text.trimStart().startsWith('{')) return undefined;
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return { problem: 'JSON: the input starts with { but is not one JSON object (kubectl reads it as JSON too)' };
+  }
+}
+
+/** JSON in, JSON out: the injected object as kubectl would print it (two-space indent). */
+function injectJson(text: string, json: { value?: unknown; problem?: string }, options: InjectorOptions): ManualResult {
+  if (json.problem !== undefined || !isObject(json.value)) {
+    return { reports: [{ document: 1, object: '(unreadable)', outcome: 'refused', messages: [json.problem ?? 'JSON: the input is not an object'] }] };
+  }
+  const r = injectObject(json.value, options, 1);
+  if (r.reports.some((x) => x.outcome === 'refused')) return { reports: r.reports };
+  const changed = r.reports.some((x) => x.outcome === 'injected');
+  return { output: changed ? `${JSON.stringify(r.object, null, 2)}\n` : text, reports: r.reports };
+}
+
+/** Injects every workload of a YAML stream, or of one JSON object. */
 export function injectStream(text: string, options: InjectorOptions): ManualResult {
-  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const json = readJson(text);
+  if (json) return injectJson(text, json, options);
+  const docs = parseManifests(text);
   // A stream that holds no document at all (empty input) is an empty stream.
   const list = Array.isArray(docs) ? docs : [];
   const reports: ObjectReport[] = [];
-  const sources = documentSources(text, list.length);
+  // The source split is a second parse: only made when a document is to come out unchanged.
+  let split: string[] | undefined | null = null;
+  const source = (i: number): string | undefined => {
+    if (split === null) split = documentSources(text, list.length);
+    return split?.[i];
+  };
   const out: string[] = [];
   let failed = false;
   list.forEach((doc, i) => {
@@ -93,7 +127,7 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (!isObject(value)) {
       if (value !== null && value !== undefined) reports.push({ document: n, object: '(not an object)', outcome: 'passed-through', messages: [] });
-      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+      out.push(source(i) ?? doc.toString(STRINGIFY));
       return;
     }
     const r = injectObject(value, options, n);
@@ -104,7 +138,7 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
     }
     const patch = podPatch(value, r.object);
     if (patch.length === 0) {
-      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+      out.push(source(i) ?? doc.toString(STRINGIFY));
       return;
     }
     {
@@ -148,7 +182,14 @@ function joinDocuments(parts: string[]): string {
  * change is reported — not injected, injected by another version or with other settings, or refused.
  */
 export function checkStream(text: string, options: InjectorOptions): { ok: boolean; reports: ObjectReport[] } {
-  const docs = parseAllDocuments(text);
+  const json = readJson(text);
+  if (json) {
+    const reports = json.problem !== undefined || !isObject(json.value)
+      ? [{ document: 1, object: '(unreadable)', outcome: 'refused' as const, messages: [json.problem ?? 'JSON: the input is not an object'] }]
+      : injectObject(json.value, options, 1).reports;
+    return { ok: reports.every((r) => r.outcome === 'unchanged' || r.outcome === 'skipped' || r.outcome === 'passed-through'), reports };
+  }
+  const docs = parseManifests(text);
   const list = Array.isArray(docs) ? docs : [];
   const reports: ObjectReport[] = [];
   list.forEach((doc, i) => {
