@@ -5,8 +5,9 @@
 // (manifest-yaml.ts: YAML 1.1 scalars, merge keys); input that kubectl would decode as JSON (its
 // first character is `{`) is read as JSON and written back as JSON.
 
-import { Parser, type Document } from 'yaml';
-import { parseManifests } from './manifest-yaml.ts';
+import { randomUUID } from 'node:crypto';
+import { Document, Parser, Scalar, isMap, isScalar, isSeq, visit, type Pair, type YAMLSeq } from 'yaml';
+import { KUBE_YAML, parseManifests } from './manifest-yaml.ts';
 import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 import { describe, isList, templatePath } from './workloads.ts';
@@ -124,6 +125,13 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
+    const listed = injectListDocument(doc, options, n);
+    if (listed) {
+      reports.push(...listed.reports);
+      if (listed.text === undefined) failed = true;
+      else out.push(listed.text);
+      return;
+    }
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (!isObject(value)) {
       if (value !== null && value !== undefined) reports.push({ document: n, object: '(not an object)', outcome: 'passed-through', messages: [] });
@@ -136,24 +144,88 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
-    const patch = podPatch(value, r.object);
-    if (patch.length === 0) {
+    if (r.reports.every((x) => x.outcome !== 'injected')) {
       out.push(source(i) ?? doc.toString(STRINGIFY));
       return;
     }
-    {
-      try {
-        applyPatchToDocument(doc, patch);
-        if (podPatch(doc.toJS(), r.object).length > 0) throw new Error('patched document differs');
-      } catch {
-        // An alias or an odd layout on the way: re-create the document from the injected object.
-        doc.contents = doc.createNode(r.object) as typeof doc.contents;
-      }
-    }
+    patchDocument(doc, value, r.object);
     out.push(doc.toString(STRINGIFY));
   });
   if (failed) return { reports };
   return { output: joinDocuments(out), reports };
+}
+
+/** Patches one document in place to `target`; re-creates it from `target` when the AST cannot take the patch. */
+function patchDocument(doc: Document, current: unknown, target: JsonObject): void {
+  const patch = podPatch(current, target);
+  if (patch.length === 0) return;
+  try {
+    applyPatchToDocument(doc, patch);
+    if (podPatch(doc.toJS(), target).length > 0) throw new Error('patched document differs');
+  } catch {
+    // An alias or an odd layout on the way: re-create the document from the injected object.
+    doc.contents = doc.createNode(target) as typeof doc.contents;
+  }
+}
+
+/**
+ * A List document (`kubectl get deploy -o yaml`), item by item (issue 16 class 14): each item is
+ * read, injected, patched and printed on its own, and its nodes are let go before the next, so
+ * time and memory grow with the input, not with every injected item held at once. Undefined (the
+ * whole-document path is taken) for anything but a top-level `*List` with an `items` sequence and
+ * no aliases (an alias may point into another item). `text` is undefined when an item is refused.
+ */
+function injectListDocument(doc: Document, options: InjectorOptions, n: number): { text?: string; reports: ObjectReport[] } | undefined {
+  const root = doc.contents;
+  if (!isMap(root)) return undefined;
+  const kind = doc.get('kind');
+  const pair = root.items.find((p) => isScalar(p.key) && p.key.value === 'items') as Pair<Scalar, unknown> | undefined;
+  if (typeof kind !== 'string' || !kind.endsWith('List') || !pair || !isSeq(pair.value)) return undefined;
+  let aliased = false;
+  visit(doc, {
+    Alias() {
+      aliased = true;
+      return visit.BREAK;
+    },
+  });
+  if (aliased) return undefined;
+
+  // The document around its items, with a marker where they go.
+  const seq = pair.value as YAMLSeq;
+  const marker = `dpg-items-${randomUUID()}`;
+  pair.value = new Scalar(marker);
+  const shell = doc.toString(STRINGIFY);
+  pair.value = seq;
+  const at = shell.indexOf(`items: ${marker}\n`);
+  if (at < 0 || (at > 0 && shell[at - 1] !== '\n') || shell.indexOf(marker, at + marker.length) >= 0) return undefined;
+
+  const name = describe({ kind, metadata: { name: doc.getIn(['metadata', 'name']), generateName: doc.getIn(['metadata', 'generateName']) } });
+  const reports: ObjectReport[] = [];
+  const parts: string[] = [];
+  let refused = false;
+  seq.items.forEach((node, i) => {
+    const part = new Document(null, KUBE_YAML);
+    part.contents = node as typeof part.contents;
+    const item: unknown = part.toJS({ maxAliasCount: 100 });
+    if (isObject(item)) {
+      const r = injectObject(item, options, n, `${name} item ${i + 1} `);
+      reports.push(...r.reports);
+      if (r.reports.some((x) => x.outcome === 'refused')) refused = true;
+      if (!refused) patchDocument(part, item, r.object);
+    }
+    if (!refused) parts.push(indentItem(part.toString(STRINGIFY)));
+    // Printed: its nodes (and what injection added) can go.
+    seq.items[i] = null;
+  });
+  if (refused) return { reports };
+  const items = parts.length === 0 ? 'items: []\n' : `items:\n${parts.join('')}`;
+  return { text: `${shell.slice(0, at)}${items}${shell.slice(at + `items: ${marker}\n`.length)}`, reports };
+}
+
+/** A document's text as an item of the top-level `items` sequence, indented as the yaml package indents sequences. */
+function indentItem(text: string): string {
+  const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+  return `${lines.map((line, j) => (j === 0 ? `  - ${line}` : line === '' ? '' : `    ${line}`)).join('\n')}\n`;
 }
 
 /**
