@@ -40,6 +40,9 @@ describe('inject() refuses what it cannot protect', () => {
     ['a ConfigMap name that is not one', pod({ containers: [app()] }, { 'dpg.io/config': 'Gateway Config' }), /ConfigMap name/],
     ['ca-containers naming a container that does not exist', pod({ containers: [app()] }, { 'dpg.io/ca-containers': 'app,ap' }), /no container named "ap"/],
     ['the legacy layout for a run-to-completion pod', pod({ restartPolicy: 'Never', containers: [app()] }, { 'dpg.io/native-sidecar': 'false' }), /run-to-completion pod.*keep it running forever/],
+    ['a hostNetwork pod (issue 16: not left alone, it would run unprotected)', pod({ hostNetwork: true, containers: [app()] }), /hostNetwork pod: .*opt it out with the label dpg\.io\/inject=disabled/],
+    ['a hostPID pod', pod({ hostPID: true, containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] }), /hostPID: /],
+    ['a hostIPC pod', pod({ hostIPC: true, containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] }), /hostIPC: /],
   ];
   for (const [what, template, message] of cases) {
     it(what, () => {
@@ -62,7 +65,6 @@ describe('inject() refuses what it cannot protect', () => {
 describe('inject() leaves some pods alone', () => {
   for (const [what, template, reason] of [
     ['opted out by label', pod({ containers: [app()] }, undefined, { 'dpg.io/inject': 'disabled' }), /opted out/],
-    ['hostNetwork', pod({ hostNetwork: true, containers: [app()] }), /hostNetwork/],
     ['Windows', pod({ os: { name: 'windows' }, containers: [app()] }), /Windows/],
   ] as [string, JsonObject, RegExp][]) {
     it(what, () => {
