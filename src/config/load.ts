@@ -84,6 +84,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const envAddr = (name: string): ListenAddress | undefined => {
     const v = env[name];
     if (v === undefined || v === '') return undefined;
+    if (name === 'DPG_PROXY_ADDR' && v.trim() === 'off') return undefined; // read by proxy(): no forward listener
     const addr = parseListenAddress(v);
     if (!addr) envProblems.push({ file: `environment ${name}`, message: 'must be host:port (e.g. 127.0.0.1:8080)' });
     return addr;
@@ -95,7 +96,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const identity = r.identity(sec('identity'), dataDir);
   const keys = r.keys(sec('keys'));
   const manifests = r.manifests(top?.manifests);
-  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'));
+  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'), env.DPG_PROXY_ADDR?.trim() === 'off');
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
 
@@ -323,7 +324,7 @@ class SectionReader {
     return { level };
   }
 
-  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress): ProxyConfig {
+  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress, envOff = false): ProxyConfig {
     const f = v?.fields([
       'enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs',
       'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse', 'transparent',
@@ -359,9 +360,13 @@ class SectionReader {
     const enabled = f ? this.bool(f.enabled, true) : true;
     const transparent = this.transparent(f?.transparent, envTransparent);
     if (transparent && !enabled) (f?.transparent.present ? f.transparent : f!.enabled).problem('the transparent listener is part of the proxy: it needs proxy.enabled: true');
+    // `listen: off` (a string; `false` where a YAML 1.1 reader made a boolean of it) or DPG_PROXY_ADDR=off.
+    const listenOff = f?.listen.present === true && (f.listen.scalarValue() === 'off' || f.listen.scalarValue() === false);
+    const off = envOff || (envListen === undefined && listenOff);
     return {
       enabled,
-      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
+      listen: envListen ?? (f && !listenOff ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
+      ...(off ? { forward: 'off' as const } : {}),
       ...(ca ? { ca } : {}),
       ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
       connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 10_000, 1) : 10_000,

@@ -133,6 +133,9 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
       `hostNetwork pod: the gateway cannot capture its traffic without changing the node's network, so it would run unprotected; run it without hostNetwork, or opt it out with the label ${INJECT_LABEL}=disabled if it must not be protected`,
     );
   }
+  if (settings.transparentInspect !== undefined && settings.captureMode !== 'transparent') {
+    problems.push(`dpg.io/transparent-inspect: only applies in transparent capture mode (this pod's is ${settings.captureMode})`);
+  }
   if (settings.captureMode === 'transparent') problems.push(...hostNamespaceProblems(spec).map((p) => `${p}; run the pod without it, or opt it out with the label ${INJECT_LABEL}=disabled`));
   const inits = objectsOf(spec.initContainers);
   const regular = objectsOf(spec.containers);
