@@ -125,7 +125,7 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
-    const listed = injectListDocument(doc, options, n);
+    const listed = injectListDocument(doc, text, options, n);
     if (listed) {
       reports.push(...listed.reports);
       if (listed.text === undefined) failed = true;
@@ -175,19 +175,23 @@ function patchDocument(doc: Document, current: unknown, target: JsonObject): voi
  * whole-document path is taken) for anything but a top-level `*List` with an `items` sequence and
  * no aliases (an alias may point into another item). `text` is undefined when an item is refused.
  */
-function injectListDocument(doc: Document, options: InjectorOptions, n: number): { text?: string; reports: ObjectReport[] } | undefined {
+function injectListDocument(doc: Document, source: string, options: InjectorOptions, n: number): { text?: string; reports: ObjectReport[] } | undefined {
   const root = doc.contents;
   if (!isMap(root)) return undefined;
   const kind = doc.get('kind');
   const pair = root.items.find((p) => isScalar(p.key) && p.key.value === 'items') as Pair<Scalar, unknown> | undefined;
   if (typeof kind !== 'string' || !kind.endsWith('List') || !pair || !isSeq(pair.value)) return undefined;
+  // An alias needs a `*` in the document's text: only then is the tree walked to look for one.
   let aliased = false;
-  visit(doc, {
-    Alias() {
-      aliased = true;
-      return visit.BREAK;
-    },
-  });
+  const range = doc.range as [number, number, number] | undefined;
+  if (!range || source.slice(range[0], range[2]).includes('*')) {
+    visit(doc, {
+      Alias() {
+        aliased = true;
+        return visit.BREAK;
+      },
+    });
+  }
   if (aliased) return undefined;
 
   // The document around its items, with a marker where they go.
