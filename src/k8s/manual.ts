@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { Document, Parser, Scalar, isMap, isScalar, isSeq, visit, type Pair, type YAMLSeq } from 'yaml';
 import { KUBE_YAML, parseManifests } from './manifest-yaml.ts';
+import { emitYaml } from './yaml-emit.ts';
 import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 import { describe, isList, templatePath } from './workloads.ts';
@@ -211,19 +212,37 @@ function injectListDocument(doc: Document, source: string, options: InjectorOpti
     const part = new Document(null, KUBE_YAML);
     part.contents = node as typeof part.contents;
     const item: unknown = part.toJS({ maxAliasCount: 100 });
+    // An item with no comment has nothing the data does not hold: it is written from the data
+    // (yaml-emit.ts), without a node tree to patch and print. With a comment, it is patched in place.
+    const range = (node as { range?: [number, number, number] } | null)?.range;
+    const commented = !range || source.slice(range[0], range[2]).includes('#') || hasOwnComment(node);
+    let written: JsonObject | undefined;
     if (isObject(item)) {
       const r = injectObject(item, options, n, `${name} item ${i + 1} `);
       reports.push(...r.reports);
       if (r.reports.some((x) => x.outcome === 'refused')) refused = true;
-      if (!refused) patchDocument(part, item, r.object);
+      if (!refused && commented) patchDocument(part, item, r.object);
+      written = r.object;
     }
-    if (!refused) parts.push(indentItem(part.toString(STRINGIFY)));
+    if (!refused) parts.push(commented || written === undefined ? indentItem(part.toString(STRINGIFY)) : itemFromData(written));
     // Printed: its nodes (and what injection added) can go.
     seq.items[i] = null;
   });
   if (refused) return { reports };
   const items = parts.length === 0 ? 'items: []\n' : `items:\n${parts.join('')}`;
   return { text: `${shell.slice(0, at)}${items}${shell.slice(at + `items: ${marker}\n`.length)}`, reports };
+}
+
+/** Comments the yaml package keeps on the node itself (before or after it), outside its source range. */
+function hasOwnComment(node: unknown): boolean {
+  const n = node as { commentBefore?: string | null; comment?: string | null } | null;
+  return Boolean(n?.commentBefore || n?.comment);
+}
+
+/** An injected item written from its data, as an item of the top-level `items` sequence. */
+function itemFromData(value: JsonObject): string {
+  const text = emitYaml(value, 4);
+  return `  - ${text.slice(4)}`;
 }
 
 /** A document's text as an item of the top-level `items` sequence, indented as the yaml package indents sequences. */
