@@ -6,7 +6,8 @@
 // with go-yaml v2's own number rules where the package's 1.1 schema differs from them:
 //   - integers are whatever Go's strconv.ParseInt(s, 0, 64) takes once every `_` is removed:
 //     0b/0o/0x prefixes and a leading 0 for octal (the package's 1.1 schema has no `0o`);
-//   - digits with a leading 0 that are not octal (`08`, `0_9`) are floats, as in go-yaml;
+//   - floats are go-yaml's pattern: digits with a leading 0 that are not octal (`08`) are floats,
+//     `e0` is a string (the package's 1.1 schema reads it as NaN);
 //   - no sexagesimal numbers (`1:30` is a string to go-yaml) and no timestamps (go-yaml gives
 //     untyped values that look like dates back as strings).
 // Written back, an integer keeps its base (`0644` stays `0644`, which both readers take as 420) and
@@ -57,12 +58,18 @@ const GO_INTS: ScalarTag[] = [
   intTag(undefined, /^[-+]?(?:0_*|[1-9][0-9_]*)$/, 10, ''),
 ];
 
-/** `08`, `0_9`: not octal, so go-yaml reads them as the float they spell. */
-const LEADING_ZERO_FLOAT: ScalarTag = {
+/**
+ * go-yaml v2's floats: every `_` removed, then `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+ * So `08` and `0_9` (not octal) are floats, and `e0` or `.e5` are strings (the package's 1.1 schema
+ * reads those as NaN). `.inf` and `.nan` keep the package's tag, which go-yaml's spellings match.
+ */
+const GO_FLOAT: ScalarTag = {
   tag: FLOAT,
   default: true,
   identify: () => false,
-  test: /^[-+]?0[0-9_]*[89][0-9_]*$/,
+  // go-yaml tries numbers only for a first character that is a digit, a sign or `.`; after a `.`
+  // it is Go's ParseFloat on the text as is (no `_`), after a digit or sign the pattern above.
+  test: /^(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|(?:[-+]_*)?(?:\.[0-9_]*[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE]_*[-+]?_*[0-9_]*[0-9][0-9_]*)?)$/,
   resolve: (text: string) => parseFloat(text.replace(/_/g, '')),
 };
 
@@ -72,10 +79,12 @@ const customTags = (tags: unknown[]): unknown[] => {
     if (t.tag === 'tag:yaml.org,2002:timestamp') return false;
     if (t.format === 'TIME') return false; // sexagesimal int and float
     if (t.tag === INT) return false; // replaced by go-yaml's rules below
+    // Floats: only the .inf/.nan tag stays (it also prints every number); GO_FLOAT reads the rest.
+    if (t.tag === FLOAT && !(t.test instanceof RegExp && t.test.test('.inf'))) return false;
     return true;
   });
   const firstFloat = kept.findIndex((t) => t.tag === FLOAT);
-  kept.splice(firstFloat < 0 ? kept.length : firstFloat, 0, ...GO_INTS, LEADING_ZERO_FLOAT);
+  kept.splice(firstFloat < 0 ? kept.length : firstFloat, 0, ...GO_INTS, GO_FLOAT);
   return kept;
 };
 

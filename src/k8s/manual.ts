@@ -212,10 +212,12 @@ function injectListDocument(doc: Document, source: string, options: InjectorOpti
     const part = new Document(null, KUBE_YAML);
     part.contents = node as typeof part.contents;
     const item: unknown = part.toJS({ maxAliasCount: 100 });
-    // An item with no comment has nothing the data does not hold: it is written from the data
-    // (yaml-emit.ts), without a node tree to patch and print. With a comment, it is patched in place.
+    // An item with no comment (and no tag: `!!binary` is no JSON data) has nothing its data does not
+    // hold: it is written from the data (yaml-emit.ts), without a node tree to patch and print.
+    // Otherwise it is patched in place, comments kept. A `#` or `!` inside a string only costs time.
     const range = (node as { range?: [number, number, number] } | null)?.range;
-    const commented = !range || source.slice(range[0], range[2]).includes('#') || hasOwnComment(node);
+    const text = range ? source.slice(range[0], range[2]) : undefined;
+    const commented = text === undefined || text.includes('#') || text.includes('!') || hasOwnComment(node);
     let written: JsonObject | undefined;
     if (isObject(item)) {
       const r = injectObject(item, options, n, `${name} item ${i + 1} `);
