@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { applyRules, describeApply, ensureJumps, findTools, removeRules, type Backend, type Tools } from './iptables.ts';
 import { probe } from './probe.ts';
-import { checkOptions, effectivePorts, restoreInput, type CaptureOptions, type Family } from './rules.ts';
+import { checkOptions, describeRoutePorts, effectivePorts, restoreInput, uncapturedRoutes, type CaptureOptions, type Family, type PortedRoute } from './rules.ts';
 
 export interface CaptureRun {
   readonly options: CaptureOptions;
@@ -12,6 +12,10 @@ export interface CaptureRun {
   readonly mode: 'apply' | 'dry-run' | 'remove';
   /** Where the default include ports came from, for the summary line. */
   readonly portsFrom: string;
+  /** The config's routes: each one's port must be captured. */
+  readonly routes?: readonly PortedRoute[];
+  /** The config file the routes were read from, for the summary. */
+  readonly configFile?: string;
 }
 
 /** IPv6 exists in this network namespace (else there is nothing to capture for it). */
@@ -24,6 +28,20 @@ export async function runCapture(run: CaptureRun, say: (line: string) => void): 
   const problems = checkOptions(options);
   if (problems.length > 0) throw new CaptureError(problems.join('\n'));
   const families: Family[] = hasIpv6() ? [4, 6] : [4];
+
+  if (mode !== 'remove') {
+    // What the rules will capture next to what the routes need, before anything is installed.
+    const routes = run.routes ?? [];
+    const note = mode === 'dry-run' ? '# ' : '';
+    say(`${note}routes${run.configFile ? ` (${run.configFile})` : ''}: ${describeRoutePorts(routes)}`);
+    say(`${note}captured: ${describePorts(options)} (${run.portsFrom})`);
+    const uncaptured = uncapturedRoutes(routes, options);
+    if (uncaptured.length > 0) {
+      throw new CaptureError(
+        `${uncaptured.join('\n')}\na request to such a port would go direct, in clear: nothing was installed. Capture the route's port (--include-ports), or give the route a port, or leave --include-ports and --exclude-ports out`,
+      );
+    }
+  }
 
   if (mode === 'dry-run') {
     for (const family of families) {
@@ -51,9 +69,8 @@ export async function runCapture(run: CaptureRun, say: (line: string) => void): 
     applyRules(t, restoreInput(options, t.family));
     ensureJumps(t);
   }
-  const ports = options.includePorts === '*' ? `every TCP port${options.excludePorts.length ? ` but ${options.excludePorts.join(',')}` : ''}` : effectivePorts(options).join(',');
   say(
-    `capture installed (${backend}, IPv${families.join(' and IPv')}): TCP ${ports} (${run.portsFrom}) → port ${options.redirectPort}; ` +
+    `capture installed (${backend}, IPv${families.join(' and IPv')}): ${describePorts(options)} (${run.portsFrom}) → port ${options.redirectPort}; ` +
       `exempt: UID ${options.proxyUid}, loopback${options.excludeCidrs.length ? `, ${options.excludeCidrs.join(', ')}` : ''}`,
   );
 
@@ -65,6 +82,10 @@ export async function runCapture(run: CaptureRun, say: (line: string) => void): 
     else failures.push(`probe IPv${t.family} to ${result.target} failed: ${result.reason}`);
   }
   if (failures.length > 0) throw new CaptureError(`${failures.join('\n')}\nthe rules are installed but do not redirect; traffic is NOT captured`);
+}
+
+function describePorts(options: CaptureOptions): string {
+  return options.includePorts === '*' ? `every TCP port${options.excludePorts.length ? ` but ${options.excludePorts.join(',')}` : ''}` : `TCP ${effectivePorts(options).join(',')}`;
 }
 
 function placeholderTools(backend: Backend, family: Family): Pick<Tools, 'iptables' | 'restore'> {

@@ -148,6 +148,34 @@ export function unportedRoutes(routes: readonly PortedRoute[]): string[] {
   return routes.filter((r) => r.match?.port === undefined).map((r, i) => r.name ?? `#${i + 1}`);
 }
 
+/** `partner 8443, legacy every port`: each route with the port it matches, for capture's summary. */
+export function describeRoutePorts(routes: readonly PortedRoute[]): string {
+  if (routes.length === 0) return 'none';
+  return routes.map((r, i) => `${r.name ?? `#${i + 1}`} ${r.match?.port ?? 'every port'}`).join(', ');
+}
+
+/**
+ * Why some route's port would be left uncaptured by these options (empty: every port any route
+ * matches is captured). A route naming port P needs P included and not excluded; a route naming no
+ * port matches every port, so it needs `*` with nothing excluded. Capture refuses to install rules
+ * that fail this (issue 16 class 10): a request to such a port would go direct, in clear, silently.
+ */
+export function uncapturedRoutes(routes: readonly PortedRoute[], o: Pick<CaptureOptions, 'includePorts' | 'excludePorts'>): string[] {
+  const excluded = new Set(o.excludePorts);
+  const included = o.includePorts === '*' ? undefined : new Set(o.includePorts);
+  const problems: string[] = [];
+  routes.forEach((r, i) => {
+    const name = r.name ?? `#${i + 1}`;
+    const port = r.match?.port;
+    if (port === undefined) {
+      if (included) problems.push(`route ${name} names no port, so it matches every port, but only TCP ${[...included].sort((a, b) => a - b).join(',')} would be captured`);
+      else if (excluded.size > 0) problems.push(`route ${name} names no port, so it matches every port, but TCP ${[...excluded].sort((a, b) => a - b).join(',')} would be excluded`);
+    } else if (excluded.has(port)) problems.push(`route ${name} is on port ${port}, which --exclude-ports leaves out`);
+    else if (included && !included.has(port)) problems.push(`route ${name} is on port ${port}, which is not among the captured ports ${[...included].sort((a, b) => a - b).join(',')}`);
+  });
+  return problems;
+}
+
 /**
  * The warning `dpg capture` and `dpg validate` print about routes without a port: what capture does
  * for them, given the ports it captures (`undefined`: the default, every port).

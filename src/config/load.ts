@@ -79,10 +79,18 @@ function envInspect(value: string | undefined, problems: ConfigProblem[]): Trans
   return undefined;
 }
 
+/**
+ * The config file every command reads when none is named: DPG_CONFIG (an empty one counts as unset),
+ * else config/gateway.yaml. `dpg serve` and `dpg capture` share it, so capture sees serve's routes.
+ */
+export function configFileOf(file?: string, env: NodeJS.ProcessEnv = process.env): string {
+  return file ?? (env.DPG_CONFIG || DEFAULT_CONFIG_FILE);
+}
+
 export function loadConfig(options: LoadOptions = {}): LoadResult {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const file = resolve(cwd, options.file ?? env.DPG_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const file = resolve(cwd, configFileOf(options.file, env));
   const { root, sink } = readYamlFile(file);
   if (sink.problems.length > 0) return { problems: sink.problems };
   const base = dirname(file);
@@ -96,6 +104,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const envAddr = (name: string): ListenAddress | undefined => {
     const v = env[name];
     if (v === undefined || v === '') return undefined;
+    if (name === 'DPG_PROXY_ADDR' && v.trim() === 'off') return undefined; // read by proxy(): no forward listener
     const addr = parseListenAddress(v);
     if (!addr) envProblems.push({ file: `environment ${name}`, message: 'must be host:port (e.g. 127.0.0.1:8080)' });
     return addr;
@@ -107,7 +116,7 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const identity = r.identity(sec('identity'), dataDir);
   const keys = r.keys(sec('keys'));
   const manifests = r.manifests(top?.manifests);
-  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'), envInspect(env.DPG_TRANSPARENT_INSPECT, envProblems));
+  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'), envInspect(env.DPG_TRANSPARENT_INSPECT, envProblems), env.DPG_PROXY_ADDR?.trim() === 'off');
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
   const admin = r.admin(sec('admin'), adminFromEnv(env.DPG_ADMIN_ADDR, envProblems));
@@ -379,7 +388,7 @@ class SectionReader {
     return { level };
   }
 
-  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress, envInspect?: TransparentConfig['inspect']): ProxyConfig {
+  proxy(v: YamlValue | undefined, envListen: ListenAddress | undefined, envTransparent?: ListenAddress, envInspect?: TransparentConfig['inspect'], envOff = false): ProxyConfig {
     const f = v?.fields([
       'enabled', 'listen', 'ca', 'upstreamCa', 'connectTimeoutMs', 'responseTimeoutMs',
       'idleTimeoutMs', 'maxConnections', 'routeHostsRefreshMs', 'routes', 'reverse', 'transparent',
@@ -415,9 +424,13 @@ class SectionReader {
     const enabled = f ? this.bool(f.enabled, true) : true;
     const transparent = this.transparent(f?.transparent, envTransparent, envInspect);
     if (transparent && !enabled) (f?.transparent.present ? f.transparent : f!.enabled).problem('the transparent listener is part of the proxy: it needs proxy.enabled: true');
+    // `listen: off` (a string; `false` where a YAML 1.1 reader made a boolean of it) or DPG_PROXY_ADDR=off.
+    const listenOff = f?.listen.present === true && (f.listen.scalarValue() === 'off' || f.listen.scalarValue() === false);
+    const off = envOff || (envListen === undefined && listenOff);
     return {
       enabled,
-      listen: envListen ?? (f ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
+      listen: envListen ?? (f && !listenOff ? this.addr(f.listen, '127.0.0.1:15001') : parseListenAddress('127.0.0.1:15001')!),
+      ...(off ? { forward: 'off' as const } : {}),
       ...(ca ? { ca } : {}),
       ...(f?.upstreamCa.present ? { upstreamCa: this.existingPath(f.upstreamCa, 'file') } : {}),
       connectTimeoutMs: f ? this.int(f.connectTimeoutMs, 10_000, 1) : 10_000,

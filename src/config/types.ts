@@ -182,7 +182,13 @@ export interface TransparentConfig {
 
 export interface ProxyConfig {
   readonly enabled: boolean;
+  /** The forward listener's address (unused when `forward` is off). */
   readonly listen: ListenAddress;
+  /**
+   * `off` (DPG_PROXY_ADDR=off or `proxy.listen: off`): no forward listener; the transparent and
+   * reverse listeners still run, and health is answered on a Unix socket (src/proxy/health-socket.ts).
+   */
+  readonly forward?: 'off';
   /** Gateway CA for intercepted TLS; generated under DPG_DATA_DIR when absent. */
   readonly ca?: { readonly cert: string; readonly key: string };
   /** Extra PEM roots trusted for upstream TLS, added to the system roots. */

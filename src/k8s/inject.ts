@@ -21,7 +21,7 @@ import {
   STATUS_ANNOTATION,
   VOLUME,
 } from './names.ts';
-import { CAPTURE_DROPS, captureExposure, dropCaptureCapabilities, undoCaptureCapabilities } from './capture-guard.ts';
+import { CAPTURE_DROPS, captureExposure, dropCaptureCapabilities, hostNamespaceProblems, undoCaptureCapabilities } from './capture-guard.ts';
 import { applyAnnotations, type InjectionSettings } from './settings.ts';
 import { configHash, decodeStatus, encodeStatus, type InjectionStatus } from './status.ts';
 import { buildParts, proxyVariables, trustEnv, TRUST_MOUNT, type ImageOptions } from './template.ts';
@@ -120,13 +120,23 @@ function effectiveUid(container: JsonObject, spec: JsonObject): unknown {
 function skipReason(template: JsonObject, spec: JsonObject): string | undefined {
   const labels = isObject(template.metadata) && isObject(template.metadata.labels) ? template.metadata.labels : {};
   if (labels[INJECT_LABEL] === 'disabled') return `opted out by the label ${INJECT_LABEL}=disabled`;
-  if (spec.hostNetwork === true) return "hostNetwork pod: capture would change the node's network";
   if (isObject(spec.os) && spec.os.name === 'windows') return 'Windows pod: the gateway image is Linux-only';
   return undefined;
 }
 
 function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
   const problems: string[] = [];
+  // Not left alone any more (issue 16): a hostNetwork pod in a protected namespace would run
+  // unprotected, and capture cannot be installed for it without changing the node's network.
+  if (spec.hostNetwork === true) {
+    problems.push(
+      `hostNetwork pod: the gateway cannot capture its traffic without changing the node's network, so it would run unprotected; run it without hostNetwork, or opt it out with the label ${INJECT_LABEL}=disabled if it must not be protected`,
+    );
+  }
+  if (settings.transparentInspect !== undefined && settings.captureMode !== 'transparent') {
+    problems.push(`dpg.io/transparent-inspect: only applies in transparent capture mode (this pod's is ${settings.captureMode})`);
+  }
+  if (settings.captureMode === 'transparent') problems.push(...hostNamespaceProblems(spec).map((p) => `${p}; run the pod without it, or opt it out with the label ${INJECT_LABEL}=disabled`));
   const inits = objectsOf(spec.initContainers);
   const regular = objectsOf(spec.containers);
   const all = [...inits, ...regular];
@@ -152,7 +162,7 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
       const { reasons } = captureExposure(c, spec);
       if (reasons.length === 0) continue;
       problems.push(
-        `container ${JSON.stringify(c.name)} could step around transparent capture: ${reasons.map((r) => `${r.what} (${r.why})`).join('; ')}. Remove what it does not need (securityContext.capabilities.drop: [ALL], or at least ${CAPTURE_DROPS.join(', ')}), or name it in the pod annotation dpg.io/allow-capture-bypass: its traffic is then not guaranteed to pass the gateway`,
+        `container ${JSON.stringify(c.name)} could step around transparent capture: ${reasons.map((r) => `${r.what} (${r.why})`).join('; ')}. Remove what it does not need (securityContext.capabilities.drop: [ALL], or at least ${CAPTURE_DROPS.join(', ')}; add only capabilities of the allow list in docs/kubernetes.md), or name it in the pod annotation dpg.io/allow-capture-bypass: its traffic is then not guaranteed to pass the gateway`,
       );
     }
   }

@@ -1,9 +1,14 @@
 // Manual injection (`dpg inject`): a multi-document YAML stream in, the same stream out with every
 // pod template injected. Each changed document is patched in place (comments and key order kept
 // where the yaml package can); other kinds pass through. All or nothing: when any document is
-// unreadable or refused, no output is produced at all.
+// unreadable or refused, no output is produced at all. YAML is read as the API server reads it
+// (manifest-yaml.ts: YAML 1.1 scalars, merge keys); input that kubectl would decode as JSON (its
+// first character is `{`) is read as JSON and written back as JSON.
 
-import { Parser, parseAllDocuments, type Document } from 'yaml';
+import { randomUUID } from 'node:crypto';
+import { Document, Parser, Scalar, isMap, isScalar, isSeq, visit, type Pair, type YAMLSeq } from 'yaml';
+import { KUBE_YAML, parseManifests } from './manifest-yaml.ts';
+import { emitYaml } from './yaml-emit.ts';
 import { podPatch } from './patch.ts';
 import { inject, type InjectorOptions, type JsonObject } from './inject.ts';
 import { describe, isList, templatePath } from './workloads.ts';
@@ -73,13 +78,44 @@ function yamlProblem(doc: Document): string | undefined {
   return `YAML ${error.code}${line ? ` at line ${line}` : ''}`;
 }
 
-/** Injects every workload of a YAML (or JSON) stream. */
+/**
+ * kubectl decodes input whose first non-space character is `{` as JSON (one object; a `List` for
+ * many): undefined for anything else. The parse error is not quoted: it would quote the input.
+ */
+function readJson(text: string): { value?: unknown; problem?: string } | undefined {
+  if (!text.trimStart().startsWith('{')) return undefined;
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return { problem: 'JSON: the input starts with { but is not one JSON object (kubectl reads it as JSON too)' };
+  }
+}
+
+/** JSON in, JSON out: the injected object as kubectl would print it (two-space indent). */
+function injectJson(text: string, json: { value?: unknown; problem?: string }, options: InjectorOptions): ManualResult {
+  if (json.problem !== undefined || !isObject(json.value)) {
+    return { reports: [{ document: 1, object: '(unreadable)', outcome: 'refused', messages: [json.problem ?? 'JSON: the input is not an object'] }] };
+  }
+  const r = injectObject(json.value, options, 1);
+  if (r.reports.some((x) => x.outcome === 'refused')) return { reports: r.reports };
+  const changed = r.reports.some((x) => x.outcome === 'injected');
+  return { output: changed ? `${JSON.stringify(r.object, null, 2)}\n` : text, reports: r.reports };
+}
+
+/** Injects every workload of a YAML stream, or of one JSON object. */
 export function injectStream(text: string, options: InjectorOptions): ManualResult {
-  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const json = readJson(text);
+  if (json) return injectJson(text, json, options);
+  const docs = parseManifests(text);
   // A stream that holds no document at all (empty input) is an empty stream.
   const list = Array.isArray(docs) ? docs : [];
   const reports: ObjectReport[] = [];
-  const sources = documentSources(text, list.length);
+  // The source split is a second parse: only made when a document is to come out unchanged.
+  let split: string[] | undefined | null = null;
+  const source = (i: number): string | undefined => {
+    if (split === null) split = documentSources(text, list.length);
+    return split?.[i];
+  };
   const out: string[] = [];
   let failed = false;
   list.forEach((doc, i) => {
@@ -90,10 +126,17 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
+    const listed = injectListDocument(doc, text, options, n);
+    if (listed) {
+      reports.push(...listed.reports);
+      if (listed.text === undefined) failed = true;
+      else out.push(listed.text);
+      return;
+    }
     const value: unknown = doc.toJS({ maxAliasCount: 100 });
     if (!isObject(value)) {
       if (value !== null && value !== undefined) reports.push({ document: n, object: '(not an object)', outcome: 'passed-through', messages: [] });
-      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+      out.push(source(i) ?? doc.toString(STRINGIFY));
       return;
     }
     const r = injectObject(value, options, n);
@@ -102,24 +145,112 @@ export function injectStream(text: string, options: InjectorOptions): ManualResu
       failed = true;
       return;
     }
-    const patch = podPatch(value, r.object);
-    if (patch.length === 0) {
-      out.push(sources?.[i] ?? doc.toString(STRINGIFY));
+    if (r.reports.every((x) => x.outcome !== 'injected')) {
+      out.push(source(i) ?? doc.toString(STRINGIFY));
       return;
     }
-    {
-      try {
-        applyPatchToDocument(doc, patch);
-        if (podPatch(doc.toJS(), r.object).length > 0) throw new Error('patched document differs');
-      } catch {
-        // An alias or an odd layout on the way: re-create the document from the injected object.
-        doc.contents = doc.createNode(r.object) as typeof doc.contents;
-      }
-    }
+    patchDocument(doc, value, r.object);
     out.push(doc.toString(STRINGIFY));
   });
   if (failed) return { reports };
   return { output: joinDocuments(out), reports };
+}
+
+/** Patches one document in place to `target`; re-creates it from `target` when the AST cannot take the patch. */
+function patchDocument(doc: Document, current: unknown, target: JsonObject): void {
+  const patch = podPatch(current, target);
+  if (patch.length === 0) return;
+  try {
+    applyPatchToDocument(doc, patch);
+    if (podPatch(doc.toJS(), target).length > 0) throw new Error('patched document differs');
+  } catch {
+    // An alias or an odd layout on the way: re-create the document from the injected object.
+    doc.contents = doc.createNode(target) as typeof doc.contents;
+  }
+}
+
+/**
+ * A List document (`kubectl get deploy -o yaml`), item by item (issue 16 class 14): each item is
+ * read, injected, patched and printed on its own, and its nodes are let go before the next, so
+ * time and memory grow with the input, not with every injected item held at once. Undefined (the
+ * whole-document path is taken) for anything but a top-level `*List` with an `items` sequence and
+ * no aliases (an alias may point into another item). `text` is undefined when an item is refused.
+ */
+function injectListDocument(doc: Document, source: string, options: InjectorOptions, n: number): { text?: string; reports: ObjectReport[] } | undefined {
+  const root = doc.contents;
+  if (!isMap(root)) return undefined;
+  const kind = doc.get('kind');
+  const pair = root.items.find((p) => isScalar(p.key) && p.key.value === 'items') as Pair<Scalar, unknown> | undefined;
+  if (typeof kind !== 'string' || !kind.endsWith('List') || !pair || !isSeq(pair.value)) return undefined;
+  // An alias needs a `*` in the document's text: only then is the tree walked to look for one.
+  let aliased = false;
+  const range = doc.range as [number, number, number] | undefined;
+  if (!range || source.slice(range[0], range[2]).includes('*')) {
+    visit(doc, {
+      Alias() {
+        aliased = true;
+        return visit.BREAK;
+      },
+    });
+  }
+  if (aliased) return undefined;
+
+  // The document around its items, with a marker where they go.
+  const seq = pair.value as YAMLSeq;
+  const marker = `dpg-items-${randomUUID()}`;
+  pair.value = new Scalar(marker);
+  const shell = doc.toString(STRINGIFY);
+  pair.value = seq;
+  const at = shell.indexOf(`items: ${marker}\n`);
+  if (at < 0 || (at > 0 && shell[at - 1] !== '\n') || shell.indexOf(marker, at + marker.length) >= 0) return undefined;
+
+  const name = describe({ kind, metadata: { name: doc.getIn(['metadata', 'name']), generateName: doc.getIn(['metadata', 'generateName']) } });
+  const reports: ObjectReport[] = [];
+  const parts: string[] = [];
+  let refused = false;
+  seq.items.forEach((node, i) => {
+    const part = new Document(null, KUBE_YAML);
+    part.contents = node as typeof part.contents;
+    const item: unknown = part.toJS({ maxAliasCount: 100 });
+    // An item with no comment (and no tag: `!!binary` is no JSON data) has nothing its data does not
+    // hold: it is written from the data (yaml-emit.ts), without a node tree to patch and print.
+    // Otherwise it is patched in place, comments kept. A `#` or `!` inside a string only costs time.
+    const range = (node as { range?: [number, number, number] } | null)?.range;
+    const text = range ? source.slice(range[0], range[2]) : undefined;
+    const commented = text === undefined || text.includes('#') || text.includes('!') || hasOwnComment(node);
+    let written: JsonObject | undefined;
+    if (isObject(item)) {
+      const r = injectObject(item, options, n, `${name} item ${i + 1} `);
+      reports.push(...r.reports);
+      if (r.reports.some((x) => x.outcome === 'refused')) refused = true;
+      if (!refused && commented) patchDocument(part, item, r.object);
+      written = r.object;
+    }
+    if (!refused) parts.push(commented || written === undefined ? indentItem(part.toString(STRINGIFY)) : itemFromData(written));
+    // Printed: its nodes (and what injection added) can go.
+    seq.items[i] = null;
+  });
+  if (refused) return { reports };
+  const items = parts.length === 0 ? 'items: []\n' : `items:\n${parts.join('')}`;
+  return { text: `${shell.slice(0, at)}${items}${shell.slice(at + `items: ${marker}\n`.length)}`, reports };
+}
+
+/** Comments the yaml package keeps on the node itself (before or after it), outside its source range. */
+function hasOwnComment(node: unknown): boolean {
+  const n = node as { commentBefore?: string | null; comment?: string | null } | null;
+  return Boolean(n?.commentBefore || n?.comment);
+}
+
+/** An injected item written from its data, as an item of the top-level `items` sequence. */
+function itemFromData(value: JsonObject): string {
+  const text = emitYaml(value, 4);
+  return `  - ${text.slice(4)}`;
+}
+
+/** A document's text as an item of the top-level `items` sequence, indented as the yaml package indents sequences. */
+function indentItem(text: string): string {
+  const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+  return `${lines.map((line, j) => (j === 0 ? `  - ${line}` : line === '' ? '' : `    ${line}`)).join('\n')}\n`;
 }
 
 /**
@@ -148,7 +279,14 @@ function joinDocuments(parts: string[]): string {
  * change is reported — not injected, injected by another version or with other settings, or refused.
  */
 export function checkStream(text: string, options: InjectorOptions): { ok: boolean; reports: ObjectReport[] } {
-  const docs = parseAllDocuments(text);
+  const json = readJson(text);
+  if (json) {
+    const reports = json.problem !== undefined || !isObject(json.value)
+      ? [{ document: 1, object: '(unreadable)', outcome: 'refused' as const, messages: [json.problem ?? 'JSON: the input is not an object'] }]
+      : injectObject(json.value, options, 1).reports;
+    return { ok: reports.every((r) => r.outcome === 'unchanged' || r.outcome === 'skipped' || r.outcome === 'passed-through'), reports };
+  }
+  const docs = parseManifests(text);
   const list = Array.isArray(docs) ? docs : [];
   const reports: ObjectReport[] = [];
   list.forEach((doc, i) => {

@@ -25,6 +25,8 @@ export interface InjectionSettings {
   readonly caSecret?: string;
   readonly captureMode: CaptureMode;
   readonly captureBackend?: 'nft' | 'legacy';
+  /** `all`: the transparent listener intercepts every TLS connection on captured ports (DPG_TRANSPARENT_INSPECT); absent: the gateway config's choice. */
+  readonly transparentInspect?: 'routed' | 'all';
   /** Canonical `*` or a sorted port list; absent: what `dpg capture` defaults to (every port when a route names none, else the ports routes name, else 80,443). */
   readonly includePorts?: string;
   readonly excludePorts?: string;
@@ -161,6 +163,17 @@ export const ANNOTATIONS: readonly AnnotationSpec[] = [
     apply: (v, into) => {
       if (v !== 'nft' && v !== 'legacy') return "must be 'nft' or 'legacy'";
       into.captureBackend = v;
+      return undefined;
+    },
+  },
+  {
+    key: 'dpg.io/transparent-inspect',
+    values: '`routed` \\| `all`',
+    description:
+      "`all`: the transparent listener intercepts every TLS connection on captured ports, so each request's Host decides (domain fronting, TLS without a routed name); `routed` (the gateway's default): only connections a route can concern. Transparent mode only; given to `dpg-proxy` as `DPG_TRANSPARENT_INSPECT`",
+    apply: (v, into) => {
+      if (v !== 'routed' && v !== 'all') return "must be 'routed' or 'all'";
+      into.transparentInspect = v;
       return undefined;
     },
   },

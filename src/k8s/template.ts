@@ -85,8 +85,11 @@ function proxyEnv(s: InjectionSettings): IEnvVar[] {
     { name: 'NODE_ENV', value: 'production' },
     { name: 'DPG_DATA_DIR', value: PATH.data },
   ];
-  if (s.captureMode === 'transparent') env.push({ name: 'DPG_TRANSPARENT_ADDR', value: TRANSPARENT_ADDR });
-  else env.push({ name: 'DPG_PROXY_ADDR', value: FORWARD_PROXY_ADDR });
+  if (s.captureMode === 'transparent') {
+    // The forward listener would be a way around capture (loopback is exempt): off, unless env-proxy asks for it.
+    env.push({ name: 'DPG_TRANSPARENT_ADDR', value: TRANSPARENT_ADDR }, { name: 'DPG_PROXY_ADDR', value: 'off' });
+    if (s.transparentInspect) env.push({ name: 'DPG_TRANSPARENT_INSPECT', value: s.transparentInspect });
+  } else env.push({ name: 'DPG_PROXY_ADDR', value: FORWARD_PROXY_ADDR });
   if (s.keyringSecret) {
     env.push({ name: 'DPG_KEYRING', valueFrom: { secretKeyRef: { name: s.keyringSecret, key: 'keyring.yaml' } } });
   }

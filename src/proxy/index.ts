@@ -8,7 +8,7 @@
 // uses forwarding/ (the upstream pool, CONNECT tunnels, upgrades, splices, interception
 // certificates, connection limits). problem.ts holds the answers the proxy itself gives.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -29,6 +29,7 @@ import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost 
 import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/routes.ts';
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
+import { proxyHealthSocket } from '../core/health-socket.ts';
 import type { TransparentDeps } from './transparent/index.ts';
 import { createUpstreamAgent, upstreamProblem, upstreamRoots } from './forwarding/upstream.ts';
 
@@ -108,6 +109,18 @@ function listen(server: Server, host: string, port: number): Promise<{ host: str
       server.off('error', reject);
       const a = server.address() as AddressInfo;
       resolve({ host: a.address, port: a.port });
+    });
+  });
+}
+
+/** The forward server on a Unix socket (a stale socket file of an earlier run is replaced); host is the path. */
+function listenHealthSocket(server: Server, path: string): Promise<{ host: string; port: number }> {
+  rmSync(path, { force: true });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve({ host: path, port: 0 });
     });
   });
 }
@@ -305,8 +318,10 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   interceptServer.on('upgrade', onUpgrade(interceptServer, interceptTarget));
 
   const servers: Server[] = [forward];
-  const address = await listen(forward, config.listen.host, config.listen.port);
-  logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source, maxConnections }, 'egress proxy listening');
+  // forward: off (DPG_PROXY_ADDR=off): no TCP forward listener, a way around capture; health on a Unix socket.
+  const address = config.forward === 'off' ? await listenHealthSocket(forward, proxyHealthSocket(deps.dataDir)) : await listen(forward, config.listen.host, config.listen.port);
+  if (config.forward === 'off') logger.info({ listener: 'proxy', forward: 'off', health: address.host }, 'egress proxy listener off; health on a Unix socket');
+  else logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source, maxConnections }, 'egress proxy listening');
 
   const reverse: RunningProxy['reverse'] = [];
   try {

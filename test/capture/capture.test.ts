@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,8 @@ const DPG = join(ROOT, 'bin/dpg.js');
 const CARD = '4111111111111111';
 const MASKED = '************1111';
 const GATEWAY_UID = 10001;
+/** The config `dpg capture` reads when given no --config (nsenter starts commands in /, so no relative default). */
+const CAPTURE_ENV = { DPG_CONFIG: join(ROOT, 'config/gateway.yaml') };
 const APP_UID = 10002;
 
 const HOSTS = {
@@ -128,7 +130,7 @@ logging: { level: info }
     );
 
     // dpg capture, as root in the pod, as an init container would (ports 80, 443 and 8080; 8080 excluded below).
-    const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
     assert.match(cap.stdout, /probe IPv6: \[2001:db8::2\]:80 arrived on port 15006/);
@@ -292,23 +294,49 @@ logging: { level: info }
     assert.match(first, /-A DPG_OUTPUT -d 127\.0\.0\.0\/8 -j RETURN/);
     assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
     // Probing the redirect port while the gateway holds it: accepted there.
-    const again = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    const again = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443,8080', '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(again.code, 0, again.stderr);
     assert.equal(await save(), first);
   });
 
-  test('review finding 8: by default a route without a port is captured on every port (8443 arrives masked)', async () => {
-    // The config's route names no port: it matches every port, so the default captures them all.
-    const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+  test("issue 16 class 10: the README recipe (dpg capture with no --config in a clone) captures the port of config/gateway.yaml's route", async () => {
+    // A clone whose config/gateway.yaml routes api.partner.test on 8443 only; capture runs there with no --config.
+    const clone = join(dir, 'clone');
+    mkdirSync(join(clone, 'config'), { recursive: true });
+    writeFileSync(
+      join(clone, 'config', 'gateway.yaml'),
+      `manifests: ${join(ROOT, 'config/manifests')}\nproxy:\n  routes:\n    - name: partner-8443\n      match: { host: api.partner.test, port: 8443, path: "/v1/customers/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
+      { mode: 0o644 },
+    );
+    // nsenter starts in /: the shell goes to the clone first, as a user's would.
+    const cap = await pod.run('sh', ['-c', `cd "$1" && exec node "$2" capture --proxy-uid 10001 --exclude-cidrs 198.51.100.12/32`, 'sh', clone, DPG]);
     assert.equal(cap.code, 0, cap.stderr);
-    const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('port-8443'), 'http://api.partner.test:8443/v1/customers']);
+    assert.match(cap.stdout, /^routes \(config\/gateway\.yaml\): partner-8443 8443$/m);
+    assert.match(cap.stdout, /capture installed .*: TCP 8443 \(the ports routes name\)/);
+    const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('recipe-8443'), 'http://api.partner.test:8443/v1/customers']);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(bodyOf('port-8443')?.cardNumber, MASKED);
+    assert.equal(bodyOf('recipe-8443')?.cardNumber, MASKED, 'the route on 8443 is captured');
+  });
+
+  test('review finding 8: by default a route without a port is captured on every port (8443 and 8080 arrive masked)', async () => {
+    const save = async (): Promise<string> => (await pod.must('iptables-save', ['-t', 'nat'])).split('\n').filter((l) => !l.startsWith('#') && !l.startsWith(':')).join('\n');
+    const before = await save();
+    // Issue 16 class 10: the route matches every port, so leaving one out is refused and changes no rule.
+    const refused = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-ports', '8080', '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stderr, /route partner names no port, so it matches every port, but TCP 8080 would be excluded/);
+    assert.equal(await save(), before, 'the refused capture installed nothing');
+
+    const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
+    assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stderr, /route partner names no port/);
-    assert.match(cap.stdout, /TCP every TCP port but 8080 \(a route names no port\)/);
-    const excluded = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload('excluded-port-2'), 'http://api.partner.test:8080/v1/customers']);
-    assert.equal(excluded.code, 0, excluded.stderr);
-    assert.equal(bodyOf('excluded-port-2')?.cardNumber, CARD, 'an excluded port still bypasses');
+    assert.match(cap.stdout, /^routes \(.*gateway\.yaml\): partner every port$/m);
+    assert.match(cap.stdout, /every TCP port \(a route names no port\)/);
+    for (const [marker, port] of [['port-8443', 8443], ['port-8080', 8080]] as const) {
+      const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload(marker), `http://api.partner.test:${port}/v1/customers`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(bodyOf(marker)?.cardNumber, MASKED, `port ${port}`);
+    }
   });
 
   test('gateway stopped: the app is refused, nothing reaches the upstream; then --remove leaves no rule', async () => {
@@ -332,7 +360,7 @@ logging: { level: info }
   });
 
   test('a gateway whose UID the rules do not exempt refuses to start (its connections would loop)', async () => {
-    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10009'], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', '--proxy-uid', '10009'], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     const looping = await startGateway();
     const code = await new Promise<number | null>((resolve) => looping.once('exit', resolve));
@@ -362,7 +390,7 @@ logging: { level: info }
     const notrack = ['OUTPUT', '-p', 'tcp', '--dport', '80', '-j', 'NOTRACK'];
     await pod.must('iptables', ['-w', '5', '-t', 'raw', '-A', ...notrack]);
     try {
-      const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      const cap = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
       assert.equal(cap.code, 1, `capture must fail: ${cap.stdout}${cap.stderr}`);
       assert.match(cap.stderr, /probe IPv4 to 198\.51\.100\.2:80 failed: the probe connection did not arrive on the redirect port 15006/);
       assert.match(cap.stderr, /the rules are installed but do not redirect; traffic is NOT captured/);
@@ -371,7 +399,7 @@ logging: { level: info }
       assert.doesNotMatch(cap.stdout, /probe IPv4/);
       await pod.must('iptables', ['-w', '5', '-t', 'raw', '-D', ...notrack]);
       // The same command with the NOTRACK rule gone passes its probe: the rule was the only cause.
-      const fixed = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT });
+      const fixed = await pod.run('node', [DPG, 'capture', '--include-ports', '80,443', '--app-uid', String(APP_UID)], { cwd: ROOT, env: CAPTURE_ENV });
       assert.equal(fixed.code, 0, fixed.stderr);
       assert.match(fixed.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
     } finally {
@@ -384,7 +412,7 @@ logging: { level: info }
 
   test('--backend legacy: rules in the legacy tables, idempotent, a real redirect (HTTP, HTTPS, IPv6), --remove leaves none', { skip: legacySkip }, async () => {
     const args = ['--backend', 'legacy', '--include-ports', '80,443', '--exclude-cidrs', '198.51.100.12/32', '--app-uid', String(APP_UID)];
-    const cap = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    const cap = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stdout, /capture installed \(legacy, IPv4 and IPv6\)/);
     assert.match(cap.stdout, /probe IPv4: 198\.51\.100\.2:80 arrived on port 15006/);
@@ -400,7 +428,7 @@ logging: { level: info }
     assert.match(first, /-A DPG_OUTPUT -d ::1\/128 -j RETURN/);
     assert.doesNotMatch(await rulesOf('iptables-save', 'ip6tables-save'), /DPG_OUTPUT/, 'nothing went to the nf_tables backend');
 
-    const again = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT });
+    const again = await pod.run('node', [DPG, 'capture', ...args], { cwd: ROOT, env: CAPTURE_ENV });
     assert.equal(again.code, 0, again.stderr);
     assert.equal(await legacy(), first, 're-running gives the same rules (no duplicated jump)');
 

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { checkOptions, restoreInput, routePorts, type CaptureOptions } from '../../src/capture/rules.ts';
@@ -78,8 +78,9 @@ describe('capture rules', () => {
 });
 
 describe('dpg capture (process, --dry-run and refusals)', () => {
-  const dpg = (args: string[], env: Record<string, string> = {}) => {
-    const r = spawnSync(process.execPath, ['bin/dpg.js', 'capture', ...args], { encoding: 'utf8', env: { ...process.env, DPG_CONFIG: '', ...env }, timeout: 30_000 });
+  const BIN = join(process.cwd(), 'bin/dpg.js');
+  const dpg = (args: string[], env: Record<string, string> = {}, cwd = process.cwd()) => {
+    const r = spawnSync(process.execPath, [BIN, 'capture', ...args], { encoding: 'utf8', env: { ...process.env, DPG_CONFIG: '', ...env }, timeout: 30_000, cwd });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   };
 
@@ -147,9 +148,15 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     assert.match(r.stdout, /-A DPG_OUTPUT -p tcp -j REDIRECT --to-ports 15006/, 'every TCP port is redirected');
     assert.doesNotMatch(r.stdout, /--dports 80,443 -j REDIRECT/);
     assert.match(r.stderr, /warning: route partner names no port, so it matches every port: dpg capture redirects every TCP port/);
+    // Issue 16 class 10: narrowing the capture of a route that matches every port is refused, not warned about.
     const narrowed = dpg(['--dry-run', '--config', config, '--include-ports', '80,443']);
-    assert.equal(narrowed.code, 0, narrowed.stderr);
-    assert.match(narrowed.stderr, /warning: route partner names no port, so it matches every port, but only TCP 80,443 are captured: requests to it on any other port go direct, in clear/);
+    assert.equal(narrowed.code, 1, narrowed.stderr);
+    assert.match(narrowed.stderr, /route partner names no port, so it matches every port, but only TCP 80,443 would be captured/);
+    assert.match(narrowed.stderr, /nothing was installed/);
+    assert.doesNotMatch(narrowed.stdout, /\*nat/, 'no rule is printed');
+    const excluded = dpg(['--dry-run', '--config', config, '--exclude-ports', '5432']);
+    assert.equal(excluded.code, 1, excluded.stderr);
+    assert.match(excluded.stderr, /route partner names no port, so it matches every port, but TCP 5432 would be excluded/);
     assert.equal(dpg(['--dry-run', '--config', config, '--include-ports', '*']).stderr, '', 'capturing every port needs no warning');
 
     const validate = spawnSync(process.execPath, ['bin/dpg.js', 'validate', '--config', config], {
@@ -159,6 +166,59 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     });
     assert.equal(validate.status, 0, validate.stderr);
     assert.match(validate.stdout, /warning: proxy: route partner names no port, so it matches every port: dpg capture redirects every TCP port/);
+  });
+
+  /** A directory holding config/gateway.yaml with one route on `port` (what the README recipe edits). */
+  const cloneWithRoute = (port: number): string => {
+    const dir = sharedTempDir('dpg-capture-clone-');
+    mkdirSync(join(dir, 'config'));
+    writeFileSync(
+      join(dir, 'config', 'gateway.yaml'),
+      `manifests: ${join(process.cwd(), 'config/manifests')}\nproxy:\n  routes:\n    - name: partner\n      match: { host: api.partner.test, port: ${port}, path: "/v1/customers/**" }\n      request: { manifest: customer, jobType: Mask }\n`,
+    );
+    return dir;
+  };
+
+  test('issue 16 class 10: without --config, capture reads what dpg serve reads (DPG_CONFIG, else config/gateway.yaml) and prints the routes and the captured ports', () => {
+    const clone = cloneWithRoute(8443);
+    const r = dpg(['--dry-run', '--proxy-uid', '10001'], {}, clone);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^# routes \(config\/gateway\.yaml\): partner 8443$/m);
+    assert.match(r.stdout, /^# captured: TCP 8443 \(the ports routes name\)$/m);
+    assert.match(r.stdout, /-p tcp -m multiport --dports 8443 -j REDIRECT --to-ports 15006/);
+    assert.doesNotMatch(r.stdout, /--dports 80,443/);
+
+    const viaEnv = dpg(['--dry-run'], { DPG_CONFIG: join(clone, 'config', 'gateway.yaml') });
+    assert.equal(viaEnv.code, 0, viaEnv.stderr);
+    assert.match(viaEnv.stdout, /--dports 8443 -j REDIRECT/);
+    // --config wins over DPG_CONFIG, as for dpg serve.
+    const other = cloneWithRoute(9443);
+    const named = dpg(['--dry-run', '--config', join(other, 'config', 'gateway.yaml')], { DPG_CONFIG: join(clone, 'config', 'gateway.yaml') });
+    assert.match(named.stdout, /--dports 9443 -j REDIRECT/);
+  });
+
+  test("issue 16 class 10: a route's port left out of the capture is refused: exit 1, the reason, no rule", () => {
+    const clone = cloneWithRoute(8443);
+    for (const args of [['--include-ports', '80,443'], ['--include-ports', '*', '--exclude-ports', '8443'], ['--include-ports', '443,8443', '--exclude-ports', '8443']]) {
+      const r = dpg(['--dry-run', ...args], {}, clone);
+      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /route partner is on port 8443, which (is not among the captured ports|--exclude-ports leaves out)/);
+      assert.match(r.stderr, /go direct, in clear: nothing was installed/);
+      assert.doesNotMatch(r.stdout, /REDIRECT/, 'no rule is printed');
+    }
+    // Capturing the route's port (with others, or every port) is fine.
+    for (const args of [['--include-ports', '80,443,8443'], ['--include-ports', '*'], ['--include-ports', '*', '--exclude-ports', '5432']]) {
+      const r = dpg(['--dry-run', ...args], {}, clone);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+  });
+
+  test('issue 16 class 10: no config to read is refused (exit 1), never a guess at the ports', () => {
+    const empty = sharedTempDir('dpg-capture-noconfig-');
+    const r = dpg(['--dry-run'], {}, empty);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /reads the config dpg serve reads \(--config, else DPG_CONFIG, else config\/gateway\.yaml\)/);
+    assert.doesNotMatch(r.stdout, /REDIRECT/);
   });
 
   test('refusals exit 1 with the reason; bad flags exit 2', () => {

@@ -7,6 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { inject, uninject, type JsonObject } from '../../src/k8s/inject.ts';
+import { ALLOWED_ADDS, ALLOWED_UNSHARED_ADDS } from '../../src/k8s/capture-guard.ts';
 import { injectorOptions } from '../../src/k8s/options.ts';
 import { testOptions } from './helpers/options.ts';
 
@@ -56,6 +57,40 @@ describe('capture guard: refused app containers (transparent mode)', () => {
       assert.match(problems, /dpg\.io\/allow-capture-bypass/, 'the message names the way out');
     });
   }
+
+  // Issue 16 class 13: an allow list, so every capability not on it is refused, named or not.
+  const dropAll = (add: string[]) => pod({ containers: [app({ capabilities: { drop: ['ALL'], add } })] });
+  for (const cap of ['SYS_MODULE', 'BPF', 'PERFMON', 'DAC_READ_SEARCH', 'SYS_RAWIO', 'SYS_ADMIN', 'NET_ADMIN', 'SYS_TIME', 'SYS_BOOT', 'MAC_ADMIN', 'CHECKPOINT_RESTORE', 'SOMETHING_NEW']) {
+    it(`issue 16 class 13: ${cap} added is not on the allow list`, () => assert.match(refused(dropAll([cap])), new RegExp(`adds ${cap} \\(`)));
+  }
+  it('issue 16 class 13: BPF with PERFMON: both named', () => {
+    const problems = refused(dropAll(['BPF', 'PERFMON']));
+    assert.match(problems, /adds BPF/);
+    assert.match(problems, /adds PERFMON/);
+  });
+  it('issue 16 class 13: every capability of the allow list is accepted (SYS_PTRACE without a shared process namespace)', () => {
+    injected(dropAll([...ALLOWED_ADDS, ...ALLOWED_UNSHARED_ADDS, 'cap_chown']));
+  });
+  it('issue 16 class 13: a non-ASCII spelling is not upper-cased into an allowed name (as CEL upperAscii reads it)', () => {
+    assert.match(refused(dropAll(['ſys_chroot'])), /adds ſYS_CHROOT/);
+  });
+
+  const withHostPath = (path: unknown) => pod({ containers: [app({ capabilities: { drop: ['ALL'] } })], volumes: [{ name: 'h', hostPath: { path } }] });
+  const mounted = (template: JsonObject) => {
+    ((template.spec as { containers: JsonObject[] }).containers[0] as JsonObject).volumeMounts = [{ name: 'h', mountPath: '/h' }];
+    return template;
+  };
+  for (const path of ['/var/run/docker.sock', '/run/containerd/containerd.sock', '/var/run/crio/crio.sock', '/proc', '/proc/1/ns', '/sys', '/sys/fs/bpf', '/var/run', '/run', '/run/', '/', '/var', '/var/lib', '/dev/mem', '/var/lib/kubelet/pods', '/var/./run', '/var/run/../run', '//run', 'run', '']) {
+    it(`issue 16 class 13: a hostPath mount of ${JSON.stringify(path)} is refused`, () => assert.match(refused(mounted(withHostPath(path))), /mounts the host path/));
+  }
+  for (const path of ['/var/log', '/data/app', '/etc/app-config', '/variable', '/runner', '/procedures']) {
+    it(`issue 16 class 13: a hostPath mount of ${path} is allowed`, () => {
+      injected(mounted(withHostPath(path)));
+    });
+  }
+  it('issue 16 class 13: a hostPath volume no app container mounts is not a way around', () => {
+    injected(withHostPath('/var/run/docker.sock'));
+  });
 
   it('a refused pod comes back unchanged', () => {
     const template = pod({ containers: [app({ privileged: true })] });

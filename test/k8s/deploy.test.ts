@@ -13,6 +13,7 @@ import { parseAllDocuments, parse } from 'yaml';
 import { evaluate } from '@marcbachmann/cel-js';
 import fc from 'fast-check';
 import { inject } from '../../src/k8s/inject.ts';
+import { ALLOWED_ADDS, ALLOWED_UNSHARED_ADDS, FORBIDDEN_HOST_PATHS, forbiddenHostPath } from '../../src/k8s/capture-guard.ts';
 import { CONTAINER, GATEWAY_UID } from '../../src/k8s/names.ts';
 import { injectStream } from '../../src/k8s/manual.ts';
 import { loadConfig } from '../../src/config/load.ts';
@@ -99,7 +100,7 @@ describe('deploy/kubernetes', () => {
       assert.ok(deployment.spec.template.spec.containers[0].args.includes('--exclude-namespaces=$(POD_NAMESPACE)'));
     });
 
-    it('the webhook: sideEffects None, 5 s, Ignore, reinvocation, system namespaces and hostNetwork excluded', () => {
+    it('the webhook: sideEffects None, 5 s, Ignore, reinvocation, system namespaces excluded (hostNetwork pods are not: injection refuses them)', () => {
       const [config] = byKind(base, 'MutatingWebhookConfiguration');
       assert.equal(config.webhooks.length, 2);
       for (const w of config.webhooks) {
@@ -112,7 +113,7 @@ describe('deploy/kubernetes', () => {
         const names = w.namespaceSelector.matchExpressions.find((e: Json) => e.key === 'kubernetes.io/metadata.name');
         assert.deepEqual(names, { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: SYSTEM });
         assert.deepEqual(w.rules, [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'], scope: 'Namespaced' }]);
-        assert.ok(w.matchConditions.some((m: Json) => m.name === 'not-host-network'));
+        assert.equal(w.matchConditions, undefined, 'no pod is kept from the injector by its spec');
       }
     });
 
@@ -241,6 +242,20 @@ describe('deploy/kubernetes', () => {
           app(p).securityContext.capabilities.add = ['SYS_PTRACE'];
         }, false],
         ['an init container of the pod, privileged', (p) => p.spec.initContainers.push({ name: 'setup', image: 'x', securityContext: { privileged: true } }), false],
+        ['SYS_MODULE added (issue 16 class 13)', (p) => (app(p).securityContext.capabilities.add = ['SYS_MODULE']), false],
+        ['BPF with PERFMON added', (p) => (app(p).securityContext.capabilities.add = ['BPF', 'PERFMON']), false],
+        ['DAC_READ_SEARCH added', (p) => (app(p).securityContext.capabilities.add = ['cap_dac_read_search']), false],
+        ['SYS_RAWIO added', (p) => (app(p).securityContext.capabilities.add = ['SYS_RAWIO']), false],
+        ['a capability nobody listed', (p) => (app(p).securityContext.capabilities.add = ['SOMETHING_NEW']), false],
+        ['the container runtime socket mounted from the host', (p) => {
+          p.spec.volumes.push({ name: 'sock', hostPath: { path: '/run/containerd/containerd.sock' } });
+          app(p).volumeMounts.push({ name: 'sock', mountPath: '/sock' });
+        }, false],
+        ['capabilities of the allow list added', (p) => (app(p).securityContext.capabilities.add = ['CHOWN', 'cap_net_bind_service', 'IPC_LOCK']), true],
+        ['a host path of logs mounted', (p) => {
+          p.spec.volumes.push({ name: 'logs', hostPath: { path: '/var/log' } });
+          app(p).volumeMounts.push({ name: 'logs', mountPath: '/logs' });
+        }, true],
         ['drop ALL instead', (p) => (app(p).securityContext.capabilities = { drop: ['ALL'] }), true],
         ['non-root without privilege escalation, no capabilities', (p) => (app(p).securityContext = { runAsUser: 1000, allowPrivilegeEscalation: false }), true],
         ['SYS_PTRACE without a shared process namespace', (p) => (app(p).securityContext.capabilities.add = ['SYS_PTRACE']), true],
@@ -271,7 +286,7 @@ describe('deploy/kubernetes', () => {
       it('agrees with inject() on generated containers', () => {
         const options = testOptions();
         const maybe = <T,>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-        const capability = fc.constantFrom('NET_ADMIN', 'net_raw', 'CAP_SETUID', 'SETGID', 'SYS_ADMIN', 'SYS_PTRACE', 'ALL', 'CHOWN', 'NET_BIND_SERVICE');
+        const capability = fc.constantFrom('NET_ADMIN', 'net_raw', 'CAP_SETUID', 'SETGID', 'SYS_ADMIN', 'SYS_PTRACE', 'ALL', 'CHOWN', 'NET_BIND_SERVICE', 'SYS_MODULE', 'BPF', 'cap_perfmon', 'IPC_LOCK', 'KILL', 'DAC_READ_SEARCH');
         const securityContext = fc.record(
           {
             privileged: maybe(fc.boolean()),
@@ -317,12 +332,40 @@ describe('deploy/kubernetes', () => {
       });
     });
 
-    it('the webhook match conditions skip hostNetwork pods only', () => {
-      for (const w of webhooks.webhooks) {
-        const ok = (pod: Json) => w.matchConditions.every((m: Json) => evaluate(m.expression, { object: pod }) === true);
-        assert.equal(ok({ spec: { containers: [] } }), true);
-        assert.equal(ok({ spec: { hostNetwork: false, containers: [] } }), true);
-        assert.equal(ok({ spec: { hostNetwork: true, containers: [] } }), false);
+    it('issue 16: a hostNetwork pod is refused unless opted out; hostPID and hostIPC in transparent mode', () => {
+      const hostNetwork = { metadata: { name: 'n' }, spec: { hostNetwork: true, containers: [{ name: 'a', image: 'a' }] } };
+      assert.match(check(hostNetwork).failures[0], /a hostNetwork pod cannot be protected/);
+      assert.equal(check({ ...hostNetwork, metadata: { name: 'n', labels: { 'dpg.io/inject': 'disabled' } } }).applies, false);
+      for (const key of ['hostPID', 'hostIPC']) {
+        const p = golden('pod.injected.yaml');
+        p.spec[key] = true;
+        assert.match(check(p).failures.join(), /shares the node's process or IPC namespace/, key);
+        const env = golden('env-proxy.injected.yaml');
+        env.spec[key] = true;
+        assert.deepEqual(check(env).failures, [], `${key} in env-proxy mode`);
+      }
+    });
+
+    it('issue 16 class 13: the policy uses the same allow list and host paths as inject() (one list, checked equal)', () => {
+      const expression = (name: string) => policy.spec.variables.find((v: Json) => v.name === name).expression;
+      const unshared = evaluate(expression('allowedAdds'), { object: { spec: {} } });
+      const shared = evaluate(expression('allowedAdds'), { object: { spec: { shareProcessNamespace: true } } });
+      const hostPid = evaluate(expression('allowedAdds'), { object: { spec: { hostPID: true } } });
+      assert.deepEqual(unshared, [...ALLOWED_ADDS, ...ALLOWED_UNSHARED_ADDS]);
+      assert.deepEqual(shared, [...ALLOWED_ADDS]);
+      assert.deepEqual(hostPid, [...ALLOWED_ADDS]);
+      assert.deepEqual(evaluate(expression('forbiddenHostPaths'), {}), [...FORBIDDEN_HOST_PATHS]);
+    });
+
+    it('issue 16 class 13: the policy and forbiddenHostPath() agree on host paths', () => {
+      const paths = ['/', '/var', '/var/', '/var/run', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/proc', '/proc/1', '/sys/fs', '/dev/mem', '/var/lib', '/var/lib/kubelet/x',
+        '/var/log', '/variable', '/runner', '/procedures', '/data', '/etc/app', '/var/./run', '/var/../run', '//run', 'run', '', '/run/', '/devices'];
+      for (const path of paths) {
+        const p = golden('pod.injected.yaml');
+        p.spec.volumes.push({ name: 'h', hostPath: { path } });
+        app(p).volumeMounts = [...(app(p).volumeMounts ?? []), { name: 'h', mountPath: '/h' }];
+        const refusedByPolicy = BYPASS.test(check(p).failures.join());
+        assert.equal(refusedByPolicy, forbiddenHostPath(path) !== undefined, JSON.stringify(path));
       }
     });
   });

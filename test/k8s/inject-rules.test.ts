@@ -40,6 +40,11 @@ describe('inject() refuses what it cannot protect', () => {
     ['a ConfigMap name that is not one', pod({ containers: [app()] }, { 'dpg.io/config': 'Gateway Config' }), /ConfigMap name/],
     ['ca-containers naming a container that does not exist', pod({ containers: [app()] }, { 'dpg.io/ca-containers': 'app,ap' }), /no container named "ap"/],
     ['the legacy layout for a run-to-completion pod', pod({ restartPolicy: 'Never', containers: [app()] }, { 'dpg.io/native-sidecar': 'false' }), /run-to-completion pod.*keep it running forever/],
+    ['dpg.io/transparent-inspect with another value', pod({ containers: [app()] }, { 'dpg.io/transparent-inspect': 'everything' }), /dpg\.io\/transparent-inspect: must be 'routed' or 'all'/],
+    ['dpg.io/transparent-inspect in env-proxy mode', pod({ containers: [app()] }, { 'dpg.io/transparent-inspect': 'all', 'dpg.io/capture-mode': 'env-proxy' }), /only applies in transparent capture mode/],
+    ['a hostNetwork pod (issue 16: not left alone, it would run unprotected)', pod({ hostNetwork: true, containers: [app()] }), /hostNetwork pod: .*opt it out with the label dpg\.io\/inject=disabled/],
+    ['a hostPID pod', pod({ hostPID: true, containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] }), /hostPID: /],
+    ['a hostIPC pod', pod({ hostIPC: true, containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] }), /hostIPC: /],
   ];
   for (const [what, template, message] of cases) {
     it(what, () => {
@@ -62,7 +67,6 @@ describe('inject() refuses what it cannot protect', () => {
 describe('inject() leaves some pods alone', () => {
   for (const [what, template, reason] of [
     ['opted out by label', pod({ containers: [app()] }, undefined, { 'dpg.io/inject': 'disabled' }), /opted out/],
-    ['hostNetwork', pod({ hostNetwork: true, containers: [app()] }), /hostNetwork/],
     ['Windows', pod({ os: { name: 'windows' }, containers: [app()] }), /Windows/],
   ] as [string, JsonObject, RegExp][]) {
     it(what, () => {
@@ -158,5 +162,40 @@ describe('settings', () => {
     const { options: none, problems } = injectorOptions({ image: 'has space', imagePullPolicy: 'Sometimes', defaults: ['keyring=x', 'dpg.io/capture-mode=x'] }, '1');
     assert.equal(none, undefined);
     assert.equal(problems.length, 4, problems.join('\n'));
+  });
+});
+
+describe('the dpg-proxy environment (issue 16 classes 7 and 9)', () => {
+  const proxyEnv = (annotations?: Record<string, string>): Record<string, unknown> => {
+    const r = inject(pod({ containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] }, annotations), options);
+    assert.equal(r.outcome, 'injected', r.outcome === 'refused' ? r.problems.join() : '');
+    const spec = r.template.spec as { initContainers: JsonObject[] };
+    const proxy = spec.initContainers.find((c) => c.name === 'dpg-proxy')!;
+    return Object.fromEntries((proxy.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
+  };
+
+  it('transparent mode: the forward listener is off, the transparent one on; inspect only when asked', () => {
+    const env = proxyEnv();
+    assert.equal(env.DPG_PROXY_ADDR, 'off');
+    assert.equal(env.DPG_TRANSPARENT_ADDR, '127.0.0.1:15006');
+    assert.equal('DPG_TRANSPARENT_INSPECT' in env, false, "absent: the gateway config's choice");
+    assert.equal(proxyEnv({ 'dpg.io/transparent-inspect': 'all' }).DPG_TRANSPARENT_INSPECT, 'all');
+    assert.equal(proxyEnv({ 'dpg.io/transparent-inspect': 'routed' }).DPG_TRANSPARENT_INSPECT, 'routed');
+  });
+
+  it('env-proxy mode: the forward listener listens (its apps use it), no transparent listener', () => {
+    const env = proxyEnv({ 'dpg.io/capture-mode': 'env-proxy' });
+    assert.equal(env.DPG_PROXY_ADDR, '127.0.0.1:15001');
+    assert.equal('DPG_TRANSPARENT_ADDR' in env, false);
+  });
+
+  it('the annotation can be an injector default, and changes the settings hash', () => {
+    const { options: strict } = injectorOptions({ image: 'dpg:test', defaults: ['dpg.io/transparent-inspect=all'] }, '0.0.0-test');
+    assert.ok(strict);
+    const template = pod({ containers: [app({ securityContext: { capabilities: { drop: ['ALL'] } } })] });
+    const a = inject(template, options);
+    const b = inject(template, strict!);
+    assert.ok(a.outcome === 'injected' && b.outcome === 'injected');
+    assert.notEqual(a.status.configHash, b.status.configHash);
   });
 });

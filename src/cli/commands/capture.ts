@@ -1,6 +1,7 @@
 // `dpg capture`: installs (or prints, or removes) the iptables rules that redirect this network
 // namespace's outbound TCP to the transparent listener — what an init container runs. The work is
-// in src/capture/; this module parses flags and reads the config for the default ports.
+// in src/capture/; this module parses flags and reads the config (the one `dpg serve` reads, found the
+// same way) for the routes' ports: every one of them must be captured.
 
 import { ConfigError } from '../../core/errors.ts';
 import { parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
@@ -13,7 +14,7 @@ const options = {
   'exclude-ports': { type: 'string', value: 'LIST', help: 'TCP ports never captured' },
   'exclude-cidrs': { type: 'string', value: 'LIST', help: 'destination CIDRs never captured (IPv4 and IPv6)' },
   backend: { type: 'string', value: 'nft|legacy', help: 'iptables backend (default nft)' },
-  config: { type: 'string', short: 'c', value: 'FILE', help: 'gateway config for the default ports (default DPG_CONFIG when set)' },
+  config: { type: 'string', short: 'c', value: 'FILE', help: 'the gateway config dpg serve reads, for the routes\' ports (default DPG_CONFIG, else config/gateway.yaml)' },
   'dry-run': { type: 'boolean', help: 'print the rules and commands, change nothing' },
   remove: { type: 'boolean', help: 'remove every rule and chain capture installed' },
 } satisfies FlagSpec;
@@ -28,7 +29,10 @@ const USAGE = `dpg capture [--proxy-uid 10001] [--app-uid UID] [--redirect-port 
 const DETAILS = `Rules (chain DPG_OUTPUT in the nat table; docs/transparent.md): connections of the gateway's
 UID return, loopback destinations (127.0.0.0/8, ::1) return, excluded CIDRs and ports return, the
 included ports are redirected. UDP to the included ports is rejected (HTTP/3 falls back to TCP).
-After installing, a probe connection to this host's own address must arrive on the redirect port,
+It reads the config dpg serve reads (--config, else DPG_CONFIG, else config/gateway.yaml), prints
+each route's port and the ports it captures, and refuses (exit 1, no rule installed) when a route's
+port would not be captured: left out of --include-ports, in --exclude-ports, or any port at all but
+every one for a route that names none. After installing, a probe connection to this host's own address must arrive on the redirect port,
 else the command fails. With the gateway down, redirected connections are refused: nothing goes
 out uncaptured.`;
 
@@ -56,15 +60,23 @@ export const captureCommand: Command = {
     const backend = (v.backend as string | undefined) ?? 'nft';
     if (backend !== 'nft' && backend !== 'legacy') throw new UsageError('--backend must be nft or legacy');
 
-    // The config (when named) gives the default ports and the listener's port.
+    // The config dpg serve reads (--config, else DPG_CONFIG, else config/gateway.yaml): its routes'
+    // ports are what must be captured, and its transparent listener is where to redirect. Removal
+    // needs neither, so a broken or missing config never keeps rules in place.
     let routes: readonly { name?: string; match?: { port?: number } }[] | undefined;
     let configPort: number | undefined;
-    const file = (v.config as string | undefined) ?? (process.env.DPG_CONFIG || undefined);
-    if (file !== undefined) {
-      const { loadConfig } = await import('../../config/load.ts');
-      const { config, problems } = loadConfig({ file });
-      if (!config) throw new ConfigError(problems);
-      routes = config.proxy.routes;
+    let configFile: string | undefined;
+    if (!v.remove) {
+      const { loadConfig, configFileOf } = await import('../../config/load.ts');
+      configFile = configFileOf(v.config as string | undefined);
+      const { config, problems } = loadConfig({ file: configFile });
+      if (!config) {
+        io.stderr.write(
+          `dpg capture: it reads the config dpg serve reads (--config, else DPG_CONFIG, else config/gateway.yaml) to capture every port a route uses, and ${configFile} cannot be used; nothing was installed:\n`,
+        );
+        throw new ConfigError(problems);
+      }
+      routes = config.proxy.enabled ? (config.proxy.routes ?? []) : [];
       const listen = config.proxy.transparent?.listen.port;
       if (listen !== undefined && listen !== 0) configPort = listen;
     }
@@ -73,9 +85,10 @@ export const captureCommand: Command = {
     const includePorts = include === undefined ? routePorts(routes ?? []) : include.trim() === '*' ? '*' : ports(include, 'include-ports');
     const unported = unportedRoutes(routes ?? []);
     const portsFrom =
-      include !== undefined ? '--include-ports' : unported.length > 0 ? 'a route names no port' : routes !== undefined && routes.length > 0 ? 'the ports routes name' : 'default';
-    // Routes without a port match every port: say what capture does about it, loudly.
-    if (unported.length > 0 && !v.remove && (include === undefined || includePorts !== '*')) io.stderr.write(`dpg capture: warning: ${unportedWarning(unported, include === undefined ? undefined : includePorts)}\n`);
+      include !== undefined ? '--include-ports' : unported.length > 0 ? 'a route names no port' : routes !== undefined && routes.length > 0 ? 'the ports routes name' : 'default: no route';
+    // Routes without a port match every port: capturing them all is the default, said loudly.
+    // (A narrower capture is refused by runCapture: uncapturedRoutes.)
+    if (unported.length > 0 && !v.remove && include === undefined) io.stderr.write(`dpg capture: warning: ${unportedWarning(unported)}\n`);
     const redirect = v['redirect-port'] as string | undefined;
     if (redirect !== undefined && !/^\d{1,5}$/.test(redirect)) throw new UsageError('--redirect-port must be a port');
 
@@ -94,6 +107,8 @@ export const captureCommand: Command = {
           backend,
           mode: v['dry-run'] ? 'dry-run' : v.remove ? 'remove' : 'apply',
           portsFrom,
+          routes: routes ?? [],
+          configFile,
         },
         (line) => io.stdout.write(`${line}\n`),
       );

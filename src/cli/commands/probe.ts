@@ -7,6 +7,7 @@ import { request } from 'node:http';
 import { ConfigError } from '../../core/errors.ts';
 import type { GatewayConfig, ListenAddress } from '../../config/types.ts';
 import { integerFlag, parseFlags, UsageError, type Command, type FlagSpec } from '../command.ts';
+import { proxyHealthSocket } from '../../core/health-socket.ts';
 
 const options = {
   config: { type: 'string', short: 'c', value: 'FILE', help: 'config of the gateway to ask (default DPG_CONFIG, else config/gateway.yaml)' },
@@ -15,11 +16,18 @@ const options = {
   quiet: { type: 'boolean', short: 'q', help: 'print nothing, only the exit code' },
 } satisfies FlagSpec;
 
-/** Where the probe asks: the admin listener when it is on, else the HTTP API, else the egress proxy. */
-export function probeTarget(config: GatewayConfig): { listener: string; address: ListenAddress } | undefined {
+/**
+ * Where the probe asks: the admin listener when it is on, else the HTTP API, else the egress proxy;
+ * with its forward listener off (DPG_PROXY_ADDR=off), the proxy's health socket in the data directory.
+ */
+export function probeTarget(config: GatewayConfig): { listener: string; address: ListenAddress; socketPath?: string } | undefined {
   // The admin port serves nothing else, so a busy API or proxy never delays its answer's socket.
   if (config.admin) return { listener: 'admin listener', address: config.admin.listen };
   if (config.http.enabled !== false) return { listener: 'HTTP API', address: config.http.listen };
+  if (config.proxy.enabled && config.proxy.forward === 'off') {
+    const socketPath = proxyHealthSocket(config.dataDir);
+    return { listener: 'egress proxy (forward listener off)', address: { host: socketPath, port: 0 }, socketPath };
+  }
   if (config.proxy.enabled) return { listener: 'egress proxy', address: config.proxy.listen };
   return undefined;
 }
@@ -31,9 +39,10 @@ function connectHost(host: string): string {
   return host.replace(/^\[|\]$/g, '');
 }
 
-function get(host: string, port: number, path: string, timeoutMs: number): Promise<number> {
+function get(host: string, port: number, path: string, timeoutMs: number, socketPath?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host, port, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } }, (res) => {
+    const where = socketPath !== undefined ? { socketPath } : { host, port };
+    const req = request({ ...where, path, method: 'GET', timeout: timeoutMs, agent: false, headers: { connection: 'close' } }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
@@ -73,17 +82,17 @@ yes and 1 when the time is up.`,
       return 1;
     }
     const { host, port } = target.address;
-    if (port === 0) {
+    if (port === 0 && target.socketPath === undefined) {
       io.stderr.write(`dpg probe: the ${target.listener} listens on port 0 (a free port chosen at start): set a fixed port to probe it\n`);
       return 1;
     }
     const path = kind === 'ready' ? '/readyz' : '/healthz';
-    const where = `${target.listener} ${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const where = target.socketPath !== undefined ? `${target.listener} ${target.socketPath}` : `${target.listener} ${host.includes(':') ? `[${host}]` : host}:${port}`;
     const deadline = waitSeconds === undefined ? 0 : Date.now() + waitSeconds * 1000;
     for (;;) {
       let answer: string;
       try {
-        const status = await get(connectHost(host), port, path, timeoutMs);
+        const status = await get(connectHost(host), port, path, timeoutMs, target.socketPath);
         if (status === 200) {
           say(`${kind}: ${where}`);
           return 0;

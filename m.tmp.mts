@@ -1,0 +1,16 @@
+import { readFileSync } from 'node:fs';
+import { parseManifests } from './src/k8s/manifest-yaml.ts';
+import { injectObject } from './src/k8s/manual.ts';
+import { podPatch } from './src/k8s/patch.ts';
+import { applyPatchToDocument } from './src/k8s/yaml-patch.ts';
+import { injectorOptions } from './src/k8s/options.ts';
+const { options } = injectorOptions({ image: 'dpg:bench' }, '0.0.0-bench');
+const mb = (l: string) => { (globalThis as any).gc(); console.log(l, Math.round(process.memoryUsage().heapUsed / 2**20), 'MiB heap', Math.round(process.memoryUsage().rss / 2**20), 'rss', Math.round(performance.now()), 'ms'); };
+const text = readFileSync('/tmp/inject-list3000.yaml', 'utf8');
+mb('start');
+const [doc] = parseManifests(text); mb('parsed');
+const value = doc.toJS() as any; mb('toJS');
+const r = injectObject(value, options!, 1); mb('injected');
+const patch = podPatch(value, r.object); mb(`patch ${patch.length}`);
+applyPatchToDocument(doc, patch); mb('applied');
+const out = doc.toString({ lineWidth: 0 }); mb(`stringified ${out.length}`);
