@@ -53,6 +53,8 @@ const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
 /** The value cannot be told apart from its neighbours, as written or once pseudonymised. */
 const AMBIGUOUS = 'PSEUDONYM_AMBIGUOUS_IN_CONTEXT';
 const TOKEN_PREFIX = 'enc:v1:';
+/** Shorter readings of a token tried when it does not open as read (see openToken). */
+const MAX_TOKEN_TRIES = 16;
 /** Characters of context read on each side of a span when checking how it reads. */
 const WINDOW = 96;
 /** Spans this close to the checked one (or overlapping it) must read exactly as expected. */
@@ -368,8 +370,33 @@ export class ContentFieldAction implements FieldAction {
     }
   }
 
-  /** Opens a token with the first kind whose key authenticates it. */
+  /**
+   * Opens a token with the first kind whose key authenticates it. A token written just before `-`,
+   * `.` or `:` and more token characters (a card then `-0000`) reads on into them: the shorter
+   * readings ending at one of the last few such separators are tried too, and the rest is read
+   * again as text.
+   */
   private openToken(token: string): Scalar {
+    const first = this.tryOpen(token);
+    if (!(first instanceof DetectedFailure)) return first;
+    // Two tokens written next to each other (two adjacent values) read as one.
+    for (let next = token.indexOf(TOKEN_PREFIX, 1); next > 0; next = token.indexOf(TOKEN_PREFIX, next + 1)) {
+      const out = this.tryOpen(token.slice(0, next));
+      if (!(out instanceof DetectedFailure)) return this.asText(out) + this.asText(this.reverseText(token.slice(next)));
+    }
+    let tries = 0;
+    for (let cut = token.length - 1; cut > TOKEN_PREFIX.length && tries < MAX_TOKEN_TRIES; cut--) {
+      const c = token.charCodeAt(cut);
+      if (c !== 45 && c !== 46 && c !== 58) continue;
+      tries++;
+      const out = this.tryOpen(token.slice(0, cut));
+      // The rest may hold the next token (`…-enc:v1:…`): it is read again on its own.
+      if (!(out instanceof DetectedFailure)) return this.asText(out) + this.asText(this.reverseText(token.slice(cut)));
+    }
+    throw first;
+  }
+
+  private tryOpen(token: string): Scalar | DetectedFailure {
     let reason = 'INVALID_CIPHERTEXT';
     for (const bound of this.kinds.values()) {
       const inverse = bound.technique.inverse;
@@ -383,8 +410,9 @@ export class ContentFieldAction implements FieldAction {
         reason = err.reason;
       }
     }
-    throw new DetectedFailure('token', reason);
+    return new DetectedFailure('token', reason);
   }
+
 
   /** A technique's result written into text: null (nullify) leaves the restricted text or nothing. */
   private asText(value: Scalar): string {

@@ -86,11 +86,14 @@ export class CardScheme {
     for (let k = 0; k < CARD_PREFIX_DIGITS; k++) head = head * 10 + digits[k];
     const brand = brandDigits(head, n);
     if (brand === 0) throw new ValueError('NOT_A_CARD');
-    // Kept digits give way, BIN first, then the tail, so that six digits stay free for FF1.
+    // Kept digits give way so that six stay free for FF1: the tail first (a BIN asked for is
+    // worth more to its partner than the last digits), then the BIN (12-digit cards).
     let first = Math.max(brand, this.options.keepFirst);
-    let last = this.options.keepLast;
-    if (n - first - last - 1 < MIN_FREE) first = brand;
-    if (n - first - last - 1 < MIN_FREE) last = Math.max(0, n - first - 1 - MIN_FREE);
+    let last = Math.min(this.options.keepLast, Math.max(0, n - first - 1 - MIN_FREE));
+    if (n - first - last - 1 < MIN_FREE) {
+      first = brand;
+      last = Math.min(this.options.keepLast, Math.max(0, n - first - 1 - MIN_FREE));
+    }
     const free = n - first - last - 1;
     if (free < MIN_FREE) throw new ValueError('VALUE_TOO_SHORT_FOR_FPE');
     const tweak = this.tweaks.get(`card:${n}:${first}:${last}`);

@@ -8,7 +8,7 @@
 // groups: expected extra steps under (16/15)^8 - 1 = 0.68), an IPv4 tail is encrypted as eight more hex
 // digits and written as dotted decimal again, and the letters keep their case. An upper-case
 // address walks on until its pseudonym shows a letter (so Reconstruct can tell its case; expected
-// 0.6 extra steps for `::A` down to about nothing for longer ones). An address writing fewer than
+// 0.18 extra steps for the shortest, `A::1234`, about nothing for longer ones). An address writing fewer than
 // five hex digits (`::1`, `::`, `fe80::`: loopback, unspecified and bare prefixes, 16^5 being the
 // first size over FF1's minimum domain) is kept as it is; one mixing upper and lower case letters
 // fails (`IPV6_MIXED_CASE`), as its case could not be given back.
