@@ -9,13 +9,14 @@
 // - other numbers keep the first digit of the national number (after the country code, or after
 //   the trunk `0` of a national number) and FF1-encrypt the rest; with fewer than six digits left
 //   the first national digit is encrypted too, and a national part of five digits (a three-digit
-//   country code and eight digits in all) goes through a rank cipher of 20 bits (about ten extra
-//   steps, the most of any kind).
+//   country code and eight digits in all), too small for FF1, takes a keyed shuffle of its 10^5
+//   values (small-domain.ts): no walk.
 
 import type { FF1 } from '../../../crypto/ff1.ts';
 import { ValueError } from '../../technique.ts';
 import { RankCipher } from './rank-cipher.ts';
 import { walkSteps } from './walk-steps.ts';
+import { smallDomainPermute } from './small-domain.ts';
 import { digitsOf, digitsValue, withDigits, writeValue, type DetectedTweaks } from './digit-text.ts';
 
 /** Two-digit country calling codes (ITU-T E.164); 1 and 7 are the one-digit ones, all others three. */
@@ -56,6 +57,8 @@ function indexOf(list: readonly number[]): Int16Array {
 }
 
 const MIN_FREE = 6;
+/** Five national digits: under FF1's minimum domain, shuffled instead (small-domain.ts). */
+const SHORT_SIZE = 100_000;
 /** A walk this long means the input was outside the set (a bug): 2^-1000 at worst otherwise. */
 const MAX_WALK = 10_000;
 
@@ -66,15 +69,15 @@ function isNanp(digits: ArrayLike<number>, from: number): boolean {
 
 export class PhoneScheme {
   readonly #nanp: RankCipher;
-  readonly #short: RankCipher;
 
   constructor(
     private readonly ff1: FF1,
     ff1Radix2: FF1,
     private readonly tweaks: DetectedTweaks,
+    /** The field's FF1 key: the small-domain shuffle derives its own key from it. */
+    private readonly key: Uint8Array,
   ) {
     this.#nanp = new RankCipher(ff1Radix2, NANP_SIZE);
-    this.#short = new RankCipher(ff1Radix2, 100_000);
   }
 
   step(value: string, decrypt: boolean): string {
@@ -112,7 +115,7 @@ export class PhoneScheme {
         walkSteps.count++;
       }
     } else if (free === 5) {
-      const rank = this.#short.permute(digitsValue(digits, kept, 5), this.tweaks.get(`phone:${n}:${kept}`), decrypt);
+      const rank = smallDomainPermute(this.key, this.tweaks.get(`phone:${n}:${kept}`), SHORT_SIZE, digitsValue(digits, kept, 5), decrypt);
       writeValue(digits, kept, 5, rank);
     } else throw new ValueError('VALUE_TOO_SHORT_FOR_FPE');
     return withDigits(value, digits);

@@ -59,7 +59,7 @@ export function detectedScheme(kind: DetectKind, keys: FieldKeys, technique: Bou
     case 'ssn':
       return textScheme(new SsnScheme(ff1For(key, 2), tweaks));
     case 'phone':
-      return textScheme(new PhoneScheme(ff1For(key, 10), ff1For(key, 2), tweaks));
+      return textScheme(new PhoneScheme(ff1For(key, 10), ff1For(key, 2), tweaks, key));
     case 'ipAddress':
       return textScheme(new IpScheme(ff1For(key, 256), ff1For(key, 16), tweaks, new TweakCache(keys.scope).forShape('ipv4')));
     default:
