@@ -96,11 +96,14 @@ export class PhoneScheme {
         nanpOutside = true;
       }
       kept = prefix + cc;
-    } else if (digits[0] === 0) {
-      kept = 1; // the trunk 0
-    } else if (n === 10 || (n === 11 && digits[0] === 1)) {
+    } else if ((n === 10 || (n === 11 && digits[0] === 1)) && isNanp(digits, n - 10)) {
       return this.#nanpStep(value, digits, n - 10, decrypt);
-    } else throw new ValueError('NOT_A_PHONE');
+    } else {
+      // A national number: its first digit kept (a trunk `0`, or a digit of a national writing a
+      // detector accepts); ten digits that are no NANP number stay on that side, as for `+1`.
+      kept = 1;
+      nanpOutside = n === 10 || (n === 11 && digits[0] === 1);
+    }
     // The national number's first digit (an area or a mobile range) stays when six digits remain.
     if (n - kept - 1 >= MIN_FREE) kept++;
     const free = n - kept;
