@@ -7,7 +7,9 @@
 //   N9X): the ten digits are ranked among the 712 x 792 x 10,000 valid ones and permuted by a rank
 //   cipher of 33 bits (expected 0.52 extra steps); a leading `1` is kept;
 // - other numbers keep the first digit of the national number (after the country code, or after
-//   the trunk `0` of a national number) and FF1-encrypt the rest; with fewer than six digits left
+//   the first digit of a national writing: a trunk `0`, the `8` of `8 (912) …`) and FF1-encrypt the
+//   rest; ten digits that are no NANP number stay that way (walked past NANP ones, so Reconstruct
+//   picks the same side); with fewer than six digits left
 //   the first national digit is encrypted too, and a national part of five digits (a three-digit
 //   country code and eight digits in all), too small for FF1, takes a keyed shuffle of its 10^5
 //   values (small-domain.ts): no walk.
