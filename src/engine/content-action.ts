@@ -54,7 +54,11 @@ const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
 const AMBIGUOUS = 'PSEUDONYM_AMBIGUOUS_IN_CONTEXT';
 const TOKEN_PREFIX = 'enc:v1:';
 /** Shorter readings of a token tried when it does not open as read (see openToken). */
-const MAX_TOKEN_TRIES = 16;
+const MAX_TOKEN_TRIES = 24;
+
+function isTokenSeparator(c: number): boolean {
+  return c === 45 || c === 46 || c === 58;
+}
 /** Characters of context read on each side of a span when checking how it reads. */
 const WINDOW = 96;
 /** Spans this close to the checked one (or overlapping it) must read exactly as expected. */
@@ -379,23 +383,25 @@ export class ContentFieldAction implements FieldAction {
 
   /**
    * Opens a token with the first kind whose key authenticates it. A token written just before `-`,
-   * `.` or `:` and more token characters (a card then `-0000`) reads on into them: the shorter
-   * readings ending at one of the last few such separators are tried too, and the rest is read
-   * again as text.
+   * `.` or `:` and more token characters (a card then `-0000`), or right before the next token,
+   * reads on into them: the shorter readings ending at each such place are tried, shortest first,
+   * and the rest is read again as text.
    */
   private openToken(token: string): Scalar {
     const first = this.tryOpen(token);
     if (!(first instanceof DetectedFailure)) return first;
-    // Two tokens written next to each other (two adjacent values) read as one.
-    for (let next = token.indexOf(TOKEN_PREFIX, 1); next > 0; next = token.indexOf(TOKEN_PREFIX, next + 1)) {
-      const out = this.tryOpen(token.slice(0, next));
-      if (!(out instanceof DetectedFailure)) return this.asText(out) + this.asText(this.reverseText(token.slice(next)));
+    // Where the next token starts (and just before its separator), then every `-`, `.` and `:`
+    // from the left, a bounded number of times: the authentication tag accepts only the token as
+    // it was written, and a reading that is no token fails before any AEAD.
+    const cuts: number[] = [];
+    for (let next = token.indexOf(TOKEN_PREFIX, 1); next > 0 && cuts.length < MAX_TOKEN_TRIES; next = token.indexOf(TOKEN_PREFIX, next + 1)) {
+      if (isTokenSeparator(token.charCodeAt(next - 1))) cuts.push(next - 1);
+      cuts.push(next);
     }
-    let tries = 0;
-    for (let cut = token.length - 1; cut > TOKEN_PREFIX.length && tries < MAX_TOKEN_TRIES; cut--) {
-      const c = token.charCodeAt(cut);
-      if (c !== 45 && c !== 46 && c !== 58) continue;
-      tries++;
+    for (let cut = TOKEN_PREFIX.length + 1; cut < token.length && cuts.length < MAX_TOKEN_TRIES; cut++) {
+      if (isTokenSeparator(token.charCodeAt(cut)) && !cuts.includes(cut)) cuts.push(cut);
+    }
+    for (const cut of cuts) {
       const out = this.tryOpen(token.slice(0, cut));
       // The rest may hold the next token (`…-enc:v1:…`): it is read again on its own.
       if (!(out instanceof DetectedFailure)) return this.asText(out) + this.asText(this.reverseText(token.slice(cut)));
