@@ -1,8 +1,8 @@
 // Finds the gateway's own `enc:v1:…` tokens inside text, so Decrypt (and Reconstruct of values that
 // fell back to a token) can open them in place. A token is `enc:v1:` followed by its mode, key id,
 // version and base64url data: letters, digits and `._:-`; a trailing `.` or `:` is punctuation.
-
-import { boundaryBefore } from './chars.ts';
+// A token may follow any character: a detected value can start right after a digit or a letter
+// (`0(415) 555-0132`), and its token must be found there too; the prefix is the gateway's own.
 
 const PREFIX = 'enc:v1:';
 
@@ -20,14 +20,7 @@ export function findTokens(text: string): [number, number][] {
     let end = start + PREFIX.length;
     while (end < text.length && isTokenChar(text.charCodeAt(end))) end++;
     while (end > start + PREFIX.length && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 58)) end--;
-    if ((boundaryBefore(text, start) || afterEscape(text, start)) && end > start + PREFIX.length) out.push([start, end]);
+    if (end > start + PREFIX.length) out.push([start, end]);
     from = end;
   }
-}
-
-/** `%3D` or `\u003d` just before: a token written into percent-encoded or escaped text. */
-function afterEscape(text: string, start: number): boolean {
-  const isHex = (i: number) => /[0-9A-Fa-f]/.test(text.charAt(i));
-  if (text.charCodeAt(start - 3) === 37 /* % */ && isHex(start - 2) && isHex(start - 1)) return true;
-  return text.startsWith('\\u', start - 6) && isHex(start - 4) && isHex(start - 3) && isHex(start - 2) && isHex(start - 1);
 }

@@ -8,7 +8,8 @@ import { REVERSE_OF, type ForwardJobType, type JobSpec, type ProtectSummary, typ
 import type { FieldAction, FieldResolver } from '../formats/codec.ts';
 import type { CompiledField, CompiledManifest, CompiledRule } from '../manifest/compile.ts';
 import { normalizeName } from '../manifest/selectors.ts';
-import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
+import { ValueError, type BoundTechnique, type FieldKeys } from '../techniques/technique.ts';
+import { detectedScheme, type KindScheme } from '../techniques/pseudonymise/detected/schemes.ts';
 import { scopeOf, type KeyService } from './keys.ts';
 import { ContentFieldAction, type BoundKind, type ContentMode } from './content-action.ts';
 import type { DetectKind } from '../detect/kinds.ts';
@@ -157,7 +158,7 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
   const bound = new Map<CompiledField, FieldAction | null>();
 
   /** The field's rule for this job type and context, bound to the request's keys. */
-  const bindRule = (field: CompiledField): { rule: CompiledRule; technique: BoundTechnique } | undefined => {
+  const bindRule = (field: CompiledField): BoundRule | undefined => {
     const rule = pickRule(field.rules.get(ruleJob), ctx);
     if (!rule) return undefined;
     const keys = deps.keys.fieldKeys(manifest.keyId, manifest.name, field.id, scope, at, !reverse);
@@ -166,7 +167,7 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
       preserveStringLength: ctx.preserveStringLength === true,
       restrictedText: ctx.useRestrictedText ? (ctx.restrictedText ?? '') : undefined,
     });
-    return { rule, technique };
+    return { rule, technique, keys };
   };
 
   const bindField = (field: CompiledField): FieldAction | null => {
@@ -231,7 +232,7 @@ function bindContent(
   manifest: CompiledManifest,
   job: JobSpec,
   run: RunState,
-  bindRule: (field: CompiledField) => { rule: CompiledRule; technique: BoundTechnique } | undefined,
+  bindRule: (field: CompiledField) => BoundRule | undefined,
 ): ContentFieldAction | null {
   const detection = manifest.detection;
   if (!detection) return null;
@@ -243,7 +244,7 @@ function bindContent(
     const field = detection.byKind.get(kind)!;
     const rule = pickRule(field.rules.get(ruleJob), job.context);
     if (!rule) continue;
-    kinds.set(kind, new LazyKind(kind, rule.technique.removesField, () => bindRule(field)!.technique));
+    kinds.set(kind, new LazyKind(kind, rule.technique.removesField, () => bindRule(field)!));
   }
   if (kinds.size === 0) return null;
   const mode: ContentMode =
@@ -285,15 +286,33 @@ function notProtectable(run: RunState): DpgError {
  * `customer` manifest, against +1 ms with this class (docs/performance.md, 2026-11-22).
  */
 class LazyKind implements BoundKind {
-  private bound: BoundTechnique | undefined;
+  private bound: BoundRule | undefined;
+  private kindScheme: KindScheme | undefined;
 
   constructor(
     readonly kind: DetectKind,
     readonly removes: boolean,
-    private readonly bind: () => BoundTechnique,
+    private readonly bind: () => BoundRule,
   ) {}
 
   get technique(): BoundTechnique {
-    return (this.bound ??= this.bind());
+    return (this.bound ??= this.bind()).technique;
   }
+
+  /** Pseudonymise/Reconstruct of an FPE rule: the kind's scheme, valid by construction (detected/schemes.ts). */
+  get scheme(): KindScheme | undefined {
+    if (this.kindScheme === undefined) {
+      const bound = (this.bound ??= this.bind());
+      if (!bound.rule.technique.id.startsWith('fpe-') || bound.technique.inverse === undefined) return undefined;
+      this.kindScheme = detectedScheme(this.kind, bound.keys, bound.technique, bound.rule.compiled.detected);
+    }
+    return this.kindScheme;
+  }
+}
+
+/** A field's rule for a request, bound to its keys. */
+interface BoundRule {
+  readonly rule: CompiledRule;
+  readonly technique: BoundTechnique;
+  readonly keys: FieldKeys;
 }

@@ -4,9 +4,14 @@
 //
 // Reversal needs the protected spans to be found again. Mask/Anonymise/Restrict need not be
 // reversed; Encrypt tokens are found by their `enc:v1:` prefix and opened with the kind whose key
-// authenticates them. Pseudonymise is cycle-walked: the FPE permutation is applied again until the
-// pseudonym is itself detected as the same kind (a permutation restricted to a subset by walking
-// stays a permutation), so Reconstruct finds it, walks back the same way and restores the original.
+// authenticates them. Pseudonymise uses each kind's scheme (techniques/pseudonymise/detected/),
+// whose pseudonyms are valid values of the kind by construction. Inside text a pseudonym must also
+// read, next to its neighbours, as exactly itself: spans are pseudonymised left to right, and a
+// pseudonym that the scanner would read differently in its window (a card and a CVV read as one
+// longer card) is stepped on, like any cycle walk; Reconstruct goes right to left, so each span
+// sees the same window both ways and the walk back stops exactly at the original. The whole output
+// is scanned once more at the end: it must show exactly the pseudonyms, or the value fails closed
+// (docs/detection.md, "Reversal").
 
 import type { Scalar } from '../core/types.ts';
 import type { FieldAction } from '../formats/codec.ts';
@@ -18,6 +23,8 @@ import { base64Text } from '../detect/base64.ts';
 import { WITHHELD } from '../core/safe-name.ts';
 import { ValueError, type BoundTechnique } from '../techniques/technique.ts';
 import type { RunState } from './bind.ts';
+import type { KindScheme } from '../techniques/pseudonymise/detected/schemes.ts';
+import { walkSteps } from '../techniques/pseudonymise/detected/walk-steps.ts';
 
 /** How one detected kind is handled in this request. */
 export interface BoundKind {
@@ -25,6 +32,8 @@ export interface BoundKind {
   readonly technique: BoundTechnique;
   /** Restrict: a whole value is removed, a span inside text becomes the restricted text. */
   readonly removes: boolean;
+  /** Pseudonymise/Reconstruct with an FPE rule: the kind's scheme (valid pseudonyms by construction). */
+  readonly scheme?: KindScheme;
 }
 
 export type ContentMode = 'forward' | 'pseudonymise' | 'reconstruct' | 'decrypt';
@@ -36,10 +45,26 @@ interface ReversePiece {
   readonly kind: DetectKind | 'token';
 }
 
-/** FPE walks this far at most; an FPE rule whose outputs are never the kind fails the value. */
-const MAX_WALK = 1000;
+/**
+ * Walks this far at most. A kind's scheme gives valid pseudonyms by construction, so steps are
+ * only taken when a pseudonym reads differently in its context (about one span in ten next to a
+ * digit group); a rule whose outputs never fit fails the value rather than spin.
+ */
+const MAX_WALK = 100;
 const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
+/** The value cannot be told apart from its neighbours, as written or once pseudonymised. */
+const AMBIGUOUS = 'PSEUDONYM_AMBIGUOUS_IN_CONTEXT';
 const TOKEN_PREFIX = 'enc:v1:';
+/** Shorter readings of a token tried when it does not open as read (see openToken). */
+const MAX_TOKEN_TRIES = 24;
+
+function isTokenSeparator(c: number): boolean {
+  return c === 45 || c === 46 || c === 58;
+}
+/** Characters of context read on each side of a span when checking how it reads. */
+const WINDOW = 96;
+/** Spans this close to the checked one (or overlapping it) must read exactly as expected. */
+const NEAR = 24;
 
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
@@ -149,7 +174,102 @@ export class ContentFieldAction implements FieldAction {
     const first = spans[0];
     if (spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
     if (!this.inText) return text;
+    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans);
     return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end))));
+  }
+
+  /**
+   * Left to right: each span's pseudonym is walked until it reads, between the pseudonyms before it
+   * and the original text after it, as exactly itself (and the original must read so too, or
+   * Reconstruct could not stop on it). The output is then scanned whole: exactly the pseudonyms.
+   */
+  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[]): string {
+    if (this.anyRemoves && spans.some((s) => this.kinds.get(s.kind)!.removes)) {
+      // Restricted spans go first, so every pseudonym's window shows what Reconstruct will see.
+      const cut = this.splice(text, spans, (span) =>
+        this.kinds.get(span.kind)!.removes ? this.asText(this.one(span.kind, text.slice(span.start, span.end))) : text.slice(span.start, span.end),
+      );
+      const rest = this.scanner.scan(cut);
+      const again = rest.find((s) => this.kinds.get(s.kind)!.removes);
+      if (again !== undefined) throw new DetectedFailure(again.kind, AMBIGUOUS);
+      return rest.length === 0 ? cut : this.pseudonymiseInText(cut, rest);
+    }
+    const parts: string[] = [];
+    const placed: ReversePiece[] = [];
+    let lastReadWhole = false;
+    let length = 0;
+    let tail = '';
+    let at = 0;
+    const add = (piece: string): void => {
+      parts.push(piece);
+      length += piece.length;
+      tail = tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
+    };
+    for (let i = 0; i < spans.length; i++) {
+      const span = spans[i];
+      add(text.slice(at, span.start));
+      at = span.end;
+      const value = text.slice(span.start, span.end);
+      const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
+      const leftFrom = length - left.length;
+      const leftSpans: ReversePiece[] = [];
+      for (let k = placed.length - 1; k >= 0 && placed[k].end > leftFrom; k--) leftSpans.unshift(shift(placed[k], -leftFrom));
+      const right = text.slice(span.end, span.end + WINDOW);
+      const rightSpans: ReversePiece[] = [];
+      for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) rightSpans.push(shift(spans[k], -span.end));
+      const context = new Context(this.scanner, left, leftSpans, right, rightSpans);
+      // A window holding the whole text, nothing pseudonymised yet: it is the text itself, which
+      // reads as the scan found it (the common short note with one value saves a scan).
+      const whole = left.length === length && span.end + WINDOW >= text.length;
+      if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
+      const pseudonym = this.asText(this.one(span.kind, value, context));
+      placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
+      add(pseudonym);
+      lastReadWhole = whole && context.readAll;
+    }
+    add(text.slice(at));
+    const out = parts.join('');
+    // One span whose accepted window was the whole output, read in full: checked already.
+    if (spans.length === 1 && lastReadWhole) return out;
+    // What Reconstruct will read must be exactly what was written.
+    const read = findReversible(this.scanner, out);
+    if (read.length !== placed.length || read.some((r, k) => !samePiece(r, placed[k]))) {
+      const wrong = read.find((r, k) => placed[k] === undefined || !samePiece(r, placed[k])) ?? placed[read.length];
+      throw new DetectedFailure(wrong?.kind ?? spans[0].kind, AMBIGUOUS);
+    }
+    return out;
+  }
+
+  /**
+   * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
+   * it, the reconstructed originals after it. Tokens are opened where they are.
+   */
+  private reconstructInText(text: string, pieces: readonly ReversePiece[]): string {
+    const parts: string[] = [];
+    let head = '';
+    let headSpans: ReversePiece[] = [];
+    const prepend = (piece: string, kind: ReversePiece['kind'] | undefined): void => {
+      parts.push(piece);
+      headSpans = headSpans.map((s) => shift(s, piece.length)).filter((s) => s.start < WINDOW);
+      if (kind !== undefined) headSpans.unshift({ start: 0, end: piece.length, kind });
+      head = (piece + head).slice(0, WINDOW);
+    };
+    for (let i = pieces.length - 1; i >= 0; i--) {
+      const piece = pieces[i];
+      prepend(text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length), undefined);
+      const value = text.slice(piece.start, piece.end);
+      if (piece.kind === 'token') {
+        prepend(this.asText(this.openToken(value)), 'token');
+        continue;
+      }
+      const leftFrom = Math.max(0, piece.start - WINDOW);
+      const leftSpans: ReversePiece[] = [];
+      for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) leftSpans.unshift(shift(pieces[k], -leftFrom));
+      const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+      prepend(this.asText(this.one(piece.kind, value, context)), piece.kind);
+    }
+    parts.push(text.slice(0, pieces[0].start));
+    return parts.reverse().join('');
   }
 
   /**
@@ -163,6 +283,7 @@ export class ContentFieldAction implements FieldAction {
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
     if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
     if (!this.inText) return text;
+    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces);
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
@@ -223,27 +344,36 @@ export class ContentFieldAction implements FieldAction {
     return found.length === 1 && found[0].start === 0 && found[0].end === text.length ? found : [];
   }
 
-  /** Applies the kind's rule to one detected value (a whole value or a span). */
-  private one(kind: DetectKind, value: Scalar): Scalar {
+  /**
+   * Applies the kind's rule to one detected value (a whole value, or a span read in `context`).
+   * Pseudonymise and Reconstruct step through the kind's scheme when its rule is an FPE format.
+   */
+  private one(kind: DetectKind, value: Scalar, context?: Context): Scalar {
     const bound = this.kinds.get(kind)!;
     // A value written in an encoding (`４１１１…`, `jane%40example.com`): the rule sees it decoded,
     // its result is written back the same way (src/detect/decode.ts). Encrypt (the one forward rule
     // with an inverse) encrypts the value as written, so Decrypt gives back its exact spelling.
     const encoding = typeof value === 'string' && !(this.mode === 'forward' && bound.technique.inverse) ? valueEncoding(value) : undefined;
     if (encoding !== undefined) {
+      // Checked as a whole value: the text around it holds the encoded form, not this one.
       const out = this.one(kind, encoding.plain);
       return typeof out === 'string' ? encoding.encode(out) : out;
     }
-    const t = bound.technique;
     let out: Scalar;
     try {
       if (this.mode === 'reconstruct') {
-        if (bound.removes || !t.inverse) return value;
-        out = this.walk(kind, value, (v) => t.inverse!(v));
+        if (bound.removes) return value;
+        const t = bound.technique;
+        if (!t.inverse) return value;
+        const scheme = bound.scheme;
+        out = this.walk(kind, value, scheme ? (v) => scheme.inverse(v) : (v) => t.inverse!(v), context);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
-      else if (this.mode === 'pseudonymise') out = this.walk(kind, value, (v) => t.forward(v));
-      else out = t.forward(value);
+      else if (this.mode === 'pseudonymise') {
+        const t = bound.technique;
+        const scheme = bound.scheme;
+        out = this.walk(kind, value, scheme ? (v) => scheme.forward(v) : (v) => t.forward(v), context);
+      } else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
       throw err;
@@ -252,21 +382,51 @@ export class ContentFieldAction implements FieldAction {
     return out;
   }
 
-  /** Applies `step` until the result is detected as `kind` again (or is a fallback token). */
-  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar): Scalar {
+  /**
+   * Applies `step` until the result is detected as `kind` again (or is a fallback token): as a
+   * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged.
+   */
+  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined): Scalar {
     if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return step(value);
     let out = step(value);
-    for (let i = 0; i < MAX_WALK; i++) {
+    for (let i = 0; ; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if (typeof out === 'number' && this.kindOf(out) === kind) return out;
-      if (typeof out === 'string' && this.scanner.isWhole(out, kind)) return out;
+      if (context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind))) return out;
+      if (i >= MAX_WALK) throw new ValueError(context === undefined ? NOT_DETECTABLE : AMBIGUOUS);
+      walkSteps.count++;
       out = step(out);
     }
-    throw new ValueError(NOT_DETECTABLE);
   }
 
-  /** Opens a token with the first kind whose key authenticates it. */
+  /**
+   * Opens a token with the first kind whose key authenticates it. A token written just before `-`,
+   * `.` or `:` and more token characters (a card then `-0000`), or right before the next token,
+   * reads on into them: the shorter readings ending at each such place are tried, shortest first,
+   * and the rest is read again as text.
+   */
   private openToken(token: string): Scalar {
+    const first = this.tryOpen(token);
+    if (!(first instanceof DetectedFailure)) return first;
+    // Where the next token starts (and just before its separator), then every `-`, `.` and `:`
+    // from the left, a bounded number of times: the authentication tag accepts only the token as
+    // it was written, and a reading that is no token fails before any AEAD.
+    const cuts: number[] = [];
+    for (let next = token.indexOf(TOKEN_PREFIX, 1); next > 0 && cuts.length < MAX_TOKEN_TRIES; next = token.indexOf(TOKEN_PREFIX, next + 1)) {
+      if (isTokenSeparator(token.charCodeAt(next - 1))) cuts.push(next - 1);
+      cuts.push(next);
+    }
+    for (let cut = TOKEN_PREFIX.length + 1; cut < token.length && cuts.length < MAX_TOKEN_TRIES; cut++) {
+      if (isTokenSeparator(token.charCodeAt(cut)) && !cuts.includes(cut)) cuts.push(cut);
+    }
+    for (const cut of cuts) {
+      const out = this.tryOpen(token.slice(0, cut));
+      // The rest may hold the next token (`…-enc:v1:…`): it is read again on its own.
+      if (!(out instanceof DetectedFailure)) return this.asText(out) + this.asText(this.reverseText(token.slice(cut)));
+    }
+    throw first;
+  }
+
+  private tryOpen(token: string): Scalar | DetectedFailure {
     let reason = 'INVALID_CIPHERTEXT';
     let hint: string | undefined;
     for (const bound of this.kinds.values()) {
@@ -282,8 +442,9 @@ export class ContentFieldAction implements FieldAction {
         hint = err.hint;
       }
     }
-    throw new DetectedFailure('token', reason, hint);
+    return new DetectedFailure('token', reason, hint);
   }
+
 
   /** A technique's result written into text: null (nullify) leaves the restricted text or nothing. */
   private asText(value: Scalar): string {
@@ -382,4 +543,64 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
   }
   while (t < tokens.length) out.push(tokens[t++]);
   return out;
+}
+
+/** A piece moved by `by` characters. */
+function shift(piece: ReversePiece, by: number): ReversePiece {
+  return { start: piece.start + by, end: piece.end + by, kind: piece.kind };
+}
+
+function samePiece(a: ReversePiece, b: ReversePiece): boolean {
+  return a.start === b.start && a.end === b.end && a.kind === b.kind;
+}
+
+/** What Reconstruct reads in a text: tokens, and the detected spans outside them. */
+function findReversible(scanner: ContentScanner, text: string): ReversePiece[] {
+  const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
+  return merge(tokens, scanner.scan(text));
+}
+
+/**
+ * The surroundings of one span: up to WINDOW characters each side, with the spans known to be
+ * there. The same window is built by Pseudonymise (pseudonyms to the left, original text to the
+ * right) and by Reconstruct (the same pseudonyms, the reconstructed originals): `fits` answers the
+ * same both ways, which is what lets the walk back stop exactly where the walk forward started.
+ */
+class Context {
+  /** The last `fits` that said yes found exactly the known spans, none left out as too far. */
+  readAll = false;
+
+  constructor(
+    private readonly scanner: ContentScanner,
+    private readonly left: string,
+    private readonly leftSpans: readonly ReversePiece[],
+    private readonly right: string,
+    private readonly rightSpans: readonly ReversePiece[],
+  ) {}
+
+  /** `value` placed between left and right reads as one `kind`, and the spans near it as known. */
+  fits(value: string, kind: DetectKind): boolean {
+    const left = this.left;
+    const at = left.length;
+    const after = at + value.length;
+    const from = at - NEAR;
+    const to = after + NEAR;
+    const expected: ReversePiece[] = [];
+    for (const s of this.leftSpans) if (s.end > from) expected.push(s);
+    expected.push({ start: at, end: after, kind });
+    for (const s of this.rightSpans) {
+      if (s.start + after >= to) break;
+      expected.push(shift(s, after));
+    }
+    const found = findReversible(this.scanner, left + value + this.right);
+    let k = 0;
+    for (const f of found) {
+      if (f.end <= from || f.start >= to) continue;
+      const e = expected[k++];
+      if (e === undefined || !samePiece(e, f)) return false;
+    }
+    if (k !== expected.length) return false;
+    this.readAll = found.length === k && k === this.leftSpans.length + 1 + this.rightSpans.length;
+    return true;
+  }
 }

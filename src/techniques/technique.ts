@@ -66,6 +66,11 @@ export interface CompiledTechnique {
   bind(ctx: BindContext): BoundTechnique;
   /** One line for `dpg validate` and audit: technique id and its options, no key material. */
   explain(): string;
+  /**
+   * Pseudonymise formats whose options also shape the pseudonyms of values detected by content
+   * (the card format's keepFirst/keepBin and keepLast: docs/detection.md).
+   */
+  readonly detected?: { readonly keepFirst?: number; readonly keepLast?: number };
 }
 
 /** Identifies the manifest field a technique is compiled for (feeds key derivation). */

@@ -206,11 +206,12 @@ describe('scanner', () => {
     assert.equal(scanner.wholeKind('x 4111111111111111'), undefined);
   });
 
-  it('finds enc:v1 tokens in text, trailing punctuation excluded', () => {
+  it('finds enc:v1 tokens in text, trailing punctuation excluded, glued to a word too', () => {
+    // A value can start right after a digit or letter (`0(415) 555-0132`): so can its token.
     const text = 'a enc:v1:gcm:default:2:AbC-_x9. and xenc:v1:gcm:k:1:zz and enc:v1:siv:k.1:3:QQ';
     assert.deepEqual(
       findTokens(text).map(([s, e]) => text.slice(s, e)),
-      ['enc:v1:gcm:default:2:AbC-_x9', 'enc:v1:siv:k.1:3:QQ'],
+      ['enc:v1:gcm:default:2:AbC-_x9', 'enc:v1:gcm:k:1:zz', 'enc:v1:siv:k.1:3:QQ'],
     );
   });
 

@@ -19,7 +19,10 @@ import { digitPosition, MIN_FF1_DIGITS, numberShape, plainDigitLimit, plainDigit
 import { extractSymbols, scratchDigits, writeSymbols, type Symbols } from './fpe-symbols.ts';
 import { shortJob } from './fpe-short.ts';
 import { OptionReader } from '../option-reader.ts';
-import { ValueError, type Technique } from '../technique.ts';
+import { TechniqueOptionError, ValueError, type Technique } from '../technique.ts';
+
+/** A card's issuer identification number (BIN): its first six digits. */
+const BIN_DIGITS = 6;
 
 export interface CardOptions {
   readonly keepFirst: number;
@@ -139,9 +142,14 @@ export const fpeCardTechnique: Technique<CardOptions> = {
   removesField: false,
 
   validate(raw) {
-    const reader = new OptionReader(raw, ['format', 'keepFirst', 'keepLast', 'shortValues'], { name: 'format', value: 'card' });
+    const reader = new OptionReader(raw, ['format', 'keepFirst', 'keepLast', 'keepBin', 'shortValues'], { name: 'format', value: 'card' });
+    // keepBin: the issuer's first six digits (BIN) kept, for partners that route on them.
+    const keepBin = reader.boolean('keepBin', false);
+    if (keepBin && reader.has('keepFirst') && raw.keepFirst !== BIN_DIGITS) {
+      throw new TechniqueOptionError(`keepBin keeps the first ${BIN_DIGITS} digits: leave keepFirst out (or set it to ${BIN_DIGITS})`, 'keepBin');
+    }
     return {
-      keepFirst: reader.integer('keepFirst', { min: 0, max: 64, default: 0 }),
+      keepFirst: keepBin ? BIN_DIGITS : reader.integer('keepFirst', { min: 0, max: 64, default: 0 }),
       keepLast: reader.integer('keepLast', { min: 0, max: 64, default: 4 }),
       shortValues: reader.oneOf('shortValues', SHORT_VALUE_POLICIES, DEFAULT_SHORT_VALUE_POLICY),
     };
@@ -152,6 +160,7 @@ export const fpeCardTechnique: Technique<CardOptions> = {
       plan: (value, tweaks, short) => cardJob(value, options, tweaks, short),
       explain: () => `keepFirst=${options.keepFirst}, keepLast=${options.keepLast}, luhn=kept`,
     };
-    return compileFpe('fpe-card', format, options.shortValues);
+    // Detected cards keep their brand digits and these (docs/detection.md).
+    return { ...compileFpe('fpe-card', format, options.shortValues), detected: { keepFirst: options.keepFirst, keepLast: options.keepLast } };
   },
 };

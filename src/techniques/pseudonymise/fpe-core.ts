@@ -150,7 +150,7 @@ export class TweakCache {
 // derivation, so this survives across requests without holding keys it no longer uses.
 const ciphers = new WeakMap<Uint8Array, Map<number, FF1>>();
 
-function ff1For(key: Uint8Array, radix: number): FF1 {
+export function ff1For(key: Uint8Array, radix: number): FF1 {
   let byRadix = ciphers.get(key);
   if (byRadix === undefined) {
     byRadix = new Map();
