@@ -330,7 +330,8 @@ logging: { level: info }
     const cap = await pod.run('node', [DPG, 'capture', '--config', configFile, '--exclude-cidrs', '198.51.100.12/32'], { cwd: ROOT });
     assert.equal(cap.code, 0, cap.stderr);
     assert.match(cap.stderr, /route partner names no port/);
-    assert.match(cap.stdout, /^routes \(.*gateway\.yaml\): partner every port$/m);
+    // partner-by-name (port 80) is the forward-matching route of issue 16 class 9.
+    assert.match(cap.stdout, /^routes \(.*gateway\.yaml\): partner every port, partner-by-name 80$/m);
     assert.match(cap.stdout, /every TCP port \(a route names no port\)/);
     for (const [marker, port] of [['port-8443', 8443], ['port-8080', 8080]] as const) {
       const r = await app('curl', ['-sS', '--fail', '-o', '/dev/null', '-H', 'content-type: application/json', '--data', payload(marker), `http://api.partner.test:${port}/v1/customers`]);
