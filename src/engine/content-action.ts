@@ -117,6 +117,10 @@ export class ContentFieldAction implements FieldAction {
     }
   }
 
+  detectedSpans(text: string): readonly (readonly [number, number])[] {
+    return this.findIn(text, this.mode === 'reconstruct' || this.mode === 'decrypt').map((p) => [p.start, p.end] as const);
+  }
+
   /**
    * The action for a field whose own name holds a value of a detected kind (a JSON key that is an
    * e-mail address), or undefined. Forward jobs only: Reconstruct and Decrypt give back clear data

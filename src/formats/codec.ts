@@ -40,6 +40,12 @@ export interface FieldAction {
    */
   applyPieces?(pieces: readonly string[], location: string | (() => string)): string[];
   /**
+   * Where this action finds values in a text, as [start, end) offsets, without protecting anything.
+   * Only the content-detection action has it: a codec asks it whether a value the server joins from
+   * pieces holds data no single piece holds (the answer must not depend on randomised output).
+   */
+  detectedSpans?(text: string): readonly (readonly [number, number])[];
+  /**
    * True for the action the engine gives fields no selector claims when the manifest detects by
    * content (cards, emails, phones… found in whole values and inside text). Beneath a matched
    * field (a JSON object under a matched key, an XML element inside a matched one) a codec keeps

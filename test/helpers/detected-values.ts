@@ -4,6 +4,7 @@
 // (bench/detect-pseudonymise.bench.ts). Values are built valid (brand prefix, Luhn, mod-97…).
 
 import fc from 'fast-check';
+import { isGtinDigits } from '../../src/detect/card.ts';
 
 const digitsArb = (n: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: n, maxLength: n }).map((d) => d.join(''));
 
@@ -20,7 +21,7 @@ export function luhnDigit(body: string): string {
 
 /** Brand prefixes and lengths (docs/detection.md), one or two per brand. */
 const BRANDS: readonly (readonly [string, readonly number[]])[] = [
-  ['4', [13, 16, 19]],
+  ['4', [16, 19]], // 13-digit Visas are no longer detected (docs/detection.md: EAN-13 barcodes)
   ['51', [16]],
   ['2221', [16]],
   ['34', [15]],
@@ -55,6 +56,11 @@ export const cardArb = fc
     const n = lengths[pick % lengths.length];
     const body = (prefix + rest).slice(0, n - 1);
     const card = body + luhnDigit(body);
+    return { card, n, sep };
+  })
+  // A 12-13 digit number in one group that passes the GTIN check digit is read as a barcode.
+  .filter(({ card, sep }) => sep !== '' || !isGtinDigits(card, 0, card.length))
+  .map(({ card, n, sep }) => {
     if (sep === '') return card;
     // 4-6-5 / 4-6-4 for 15 and 14 digits, groups of four otherwise.
     return n === 15 || n === 14 ? group(card, [4, 6], sep) : group(card, [4, 4, 4, 4], sep);

@@ -278,16 +278,27 @@ class ScriptProtector {
       const t = tokens[k];
       return t?.kind === 'op' && (t.text === '||' || (t.text === '+' && this.dialect.name === 'transactsql'));
     };
+    const refuse = (at: number): DpgError =>
+      new DpgError('MALFORMED_DATA_SET', `SQL at ${this.where(at)} joins literals into a value that holds detected data no single literal holds; it cannot be protected piece by piece. Send the value as one literal`);
     const check = (pieces: string[], separator: string, at: number): void => {
       if (pieces.length < 2) return;
       const whole = pieces.join(separator);
-      const where = () => `literal at ${this.where(at)}`;
-      const protectedWhole = content.apply(whole, where);
-      if (Object.is(protectedWhole, whole)) return;
-      const piecewise = pieces.map((piece) => content.apply(piece, where)).join(separator);
-      if (protectedWhole !== piecewise) {
-        throw new DpgError('MALFORMED_DATA_SET', `SQL at ${this.where(at)} joins literals into a value that holds detected data no single literal holds; it cannot be protected piece by piece. Send the value as one literal`);
+      const spansOf = content.detectedSpans?.bind(content);
+      if (spansOf === undefined) {
+        const where = () => `literal at ${this.where(at)}`;
+        const protectedWhole = content.apply(whole, where);
+        if (!Object.is(protectedWhole, whole) && protectedWhole !== pieces.map((piece) => content.apply(piece, where)).join(separator)) throw refuse(at);
+        return;
       }
+      // Every value found in the whole must be found, at the same place, in one piece alone (spans,
+      // not outputs: Encrypt's output is randomised, a pseudonym may depend on its neighbours).
+      const inPieces = new Set<string>();
+      let offset = 0;
+      for (const piece of pieces) {
+        for (const [start, end] of spansOf(piece)) inPieces.add(`${offset + start}:${offset + end}`);
+        offset += piece.length + separator.length;
+      }
+      for (const [start, end] of spansOf(whole)) if (!inPieces.has(`${start}:${end}`)) throw refuse(at);
     };
     for (let k = 0; k < tokens.length; k++) {
       // 'a' || 'b' || 'c'
