@@ -11,8 +11,8 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** What `node bin/dpg.js` loads at run time: the entry point, the build and its two external packages. */
-export const DPG_RUNTIME = ['package.json', 'bin', 'dist', 'config', 'node_modules/koffi', 'node_modules/node-sql-parser'];
+/** What `node bin/dpg.js` loads at run time: the entry point, the build, proto/ and two external packages (koffi's native part is in @koromix/). */
+export const DPG_RUNTIME = ['package.json', 'bin', 'dist', 'proto', 'config', 'node_modules/koffi', 'node_modules/@koromix', 'node_modules/node-sql-parser'];
 
 const copies = new Map<string, string>();
 
