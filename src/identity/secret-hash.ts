@@ -22,8 +22,9 @@ interface ParsedHash {
 }
 
 /**
- * The cost of each scrypt run so far (parameters and key length): tests count these to show an
- * unknown client costs the same work as a known one, which wall time on a shared machine cannot.
+ * The cost of each scrypt run so far (parameters and key length; the first 1000 only, so a running
+ * gateway holds a few kilobytes at most): tests read these to show an unknown client costs the same
+ * work as a known one, which wall time on a shared machine cannot.
  */
 export const scryptRuns: { N: number; r: number; p: number; keylen: number }[] = [];
 
