@@ -126,6 +126,12 @@ let regions: PhoneRegions | undefined;
 /** The last group of the value classifyRun took last in this run, -1 for none. */
 let lastValueEnd = -1;
 
+/**
+ * Steps taken so far: groups read, starts classified, groupings tried. Tests count these to show
+ * the scan is linear (a clock on a shared machine cannot); nothing else reads them.
+ */
+export const digitRunSteps = { count: 0 };
+
 function isDigit(text: string, i: number): boolean {
   const c = text.charCodeAt(i);
   return c >= 48 && c <= 57;
@@ -187,6 +193,7 @@ export function scanDigitRun(text: string, i: number, kinds: DigitKinds, out: De
       } else break;
     }
     run.push(at, end, sep, bracketed);
+    digitRunSteps.count++;
     openBracket = false;
     if (run.count >= WINDOW) {
       // Classify every start whose longest possible value (and the separator after it) is in view.
@@ -267,6 +274,7 @@ function classifyRun(text: string, kinds: DigitKinds, out: DetectedSpan[], limit
   let a = 0;
   lastValueEnd = -1;
   while (a < limit) {
+    digitRunSteps.count++;
     // A value starting inside the run must follow a space or a bracket: after a dot it is the tail
     // of a decimal or a version (`3.14159…`), after a dash the tail of something else
     // (`4341-0066 9014-9015`) — except a card not itself written with dashes (`12-4111111111111111`):
@@ -404,6 +412,7 @@ function cardAt(text: string, a: number, afterDash: boolean): number {
   while (fours < 3 && sameGroupSeparator(a + 1 + fours, sep) && size(a + 1 + fours) === 4) fours++;
   // Longest first: 4-4-4-4-(1..3) (17-19), 4-4-4-(1..4) (13-16), 4-6-(5|4) (15, 14), 4-4-4 (12).
   for (let b = a + fours + 1; b >= a + 2; b--) {
+    digitRunSteps.count++;
     if (b > a + 4 || !sameGroupSeparator(b, sep) || endsBeforeDot(b)) continue;
     const last = size(b);
     const length = 4 * (b - a) + last;
@@ -540,6 +549,7 @@ function internationalAt(text: string, a: number, prefix: number): number {
   let best = -1;
   let countryChecked = false;
   for (let b = a; b < run.count; b++) {
+    digitRunSteps.count++;
     digits += size(b);
     if (digits > MAX_SPAN_DIGITS || digits - prefix > E164_MAX_DIGITS) break;
     if (b > a) {
@@ -572,6 +582,7 @@ function trunkNationalAt(text: string, a: number): number {
   let best = -1;
   const firstSep = run.sep[a + 1];
   for (let b = a; b < run.count; b++) {
+    digitRunSteps.count++;
     const s = size(b);
     if (s < 2 || s > 8) break;
     digits += s;

@@ -21,8 +21,16 @@ interface ParsedHash {
   readonly hash: Buffer;
 }
 
+/**
+ * The cost of each scrypt run so far (parameters and key length; the first 1000 only, so a running
+ * gateway holds a few kilobytes at most): tests read these to show an unknown client costs the same
+ * work as a known one, which wall time on a shared machine cannot.
+ */
+export const scryptRuns: { N: number; r: number; p: number; keylen: number }[] = [];
+
 /** Async scrypt: runs on the libuv pool so token requests never block the event loop. */
 function scrypt(secret: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
+  if (scryptRuns.length < 1000) scryptRuns.push({ N: options.N ?? 0, r: options.r ?? 0, p: options.p ?? 0, keylen });
   return new Promise((resolve, reject) => {
     scryptCallback(secret, salt, keylen, options, (err, key) => (err ? reject(err) : resolve(key)));
   });

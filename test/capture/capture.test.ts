@@ -13,11 +13,10 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { iptablesLegacySkipReason, iptablesSkipReason, createNamespace, lines, link, netnsSkipReason, sharedTempDir, userTempDir, type Namespace } from '../helpers/netns.ts';
 import { namedPki } from '../proxy/transparent/helpers.ts';
+import { DPG_RUNTIME, readableCopy } from '../helpers/readable-copy.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const FIXTURES = join(ROOT, 'test/capture/fixtures');
 const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
-const DPG = join(ROOT, 'bin/dpg.js');
 const CARD = '4111111111111111';
 const MASKED = '************1111';
 const GATEWAY_UID = 10001;
@@ -51,6 +50,11 @@ interface WorldEvent {
 }
 
 describe('transparent capture on a real kernel', { skip: skip !== undefined }, () => {
+  // The gateway (UID 10001) and the apps (UID 10002) may not read the checkout (a clone in a
+  // mode-0700 folder): everything they run is in a readable copy, and their working directory too.
+  let RUNTIME = ROOT;
+  let FIXTURES = join(ROOT, 'test/capture/fixtures');
+  let DPG = join(ROOT, 'bin/dpg.js');
   let world: Namespace;
   let pod: Namespace;
   let worldServer: ChildProcess;
@@ -72,7 +76,7 @@ describe('transparent capture on a real kernel', { skip: skip !== undefined }, (
   const payload = (marker: string): string => JSON.stringify({ cardNumber: CARD, marker });
 
   async function startGateway(env = gatewayEnv, uid = GATEWAY_UID): Promise<ChildProcess> {
-    const child = pod.spawn('node', [DPG, 'serve', '--config', configFile], { uid, env, cwd: ROOT });
+    const child = pod.spawn('node', [DPG, 'serve', '--config', configFile], { uid, env, cwd: RUNTIME });
     gatewayLog = lines(child.stdout);
     child.stderr?.on('data', (d: Buffer) => process.stderr.write(`[gateway] ${d}`));
     return child;
@@ -86,6 +90,9 @@ describe('transparent capture on a real kernel', { skip: skip !== undefined }, (
   }
 
   before(async () => {
+    RUNTIME = readableCopy([...DPG_RUNTIME, 'test/capture/fixtures']);
+    FIXTURES = join(RUNTIME, 'test/capture/fixtures');
+    DPG = join(RUNTIME, 'bin/dpg.js');
     dir = sharedTempDir('dpg-capture-');
     const pki = namedPki(dir, ['api.partner.test', 'api6.partner.test', 'other.test', 'excluded.partner.test']);
     writeFileSync(join(dir, 'upstream.crt'), pki.certPem, { mode: 0o644 });
@@ -97,7 +104,7 @@ describe('transparent capture on a real kernel', { skip: skip !== undefined }, (
       { ns: pod, ifname: 'eth0', addresses: ['198.51.100.2/24', '2001:db8::2/64'] },
       { ns: world, ifname: 'eth0', addresses: ['198.51.100.10/24', '198.51.100.11/24', '198.51.100.12/24', '2001:db8::10/64', '2001:db8::11/64'] },
     );
-    worldServer = world.spawn('node', ['--import', TS_LOADER, join(FIXTURES, 'world.ts'), join(dir, 'upstream.crt'), join(dir, 'upstream.key')], { cwd: ROOT });
+    worldServer = world.spawn('node', ['--import', TS_LOADER, join(ROOT, 'test/capture/fixtures/world.ts'), join(dir, 'upstream.crt'), join(dir, 'upstream.key')], { cwd: ROOT });
     const worldLines = lines(worldServer.stdout);
     worldServer.stdout?.on('data', () => {
       events = worldLines.all().map((l) => JSON.parse(l) as WorldEvent);
@@ -112,7 +119,7 @@ describe('transparent capture on a real kernel', { skip: skip !== undefined }, (
       `http: { listen: "127.0.0.1:0" }
 grpc: { listen: "127.0.0.1:0" }
 keys: { source: generated }
-manifests: ${join(ROOT, 'config/manifests')}
+manifests: ${join(RUNTIME, 'config/manifests')}
 proxy:
   listen: "127.0.0.1:0"
   upstreamCa: ${pki.caFile}
@@ -164,7 +171,7 @@ logging: { level: info }
     await world?.close();
   });
 
-  const app = (cmd: string, args: string[]) => pod.run(cmd, args, { uid: APP_UID, env: appEnv, cwd: ROOT });
+  const app = (cmd: string, args: string[]) => pod.run(cmd, args, { uid: APP_UID, env: appEnv, cwd: RUNTIME });
 
   test('curl: routed HTTP and HTTPS (IPv4 and IPv6) arrive masked; unrouted HTTPS shows the upstream certificate', async () => {
     for (const [marker, url] of [

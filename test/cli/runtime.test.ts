@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it, after } from 'node:test';
 import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
+import { readableCopy } from '../helpers/readable-copy.ts';
 
 const BIN = resolve('bin/dpg.js');
 const CONFIG = resolve('config/gateway.yaml');
@@ -287,13 +288,16 @@ describe('dpg serve start-up failures and dpg probe', () => {
     writeFileSync(join(dir, 'keyring.yaml'), 'keys: []\n', { mode: 0o600 });
     loadOrCreateCa(undefined, join(dir, 'ca')); // a real CA: its key file is mode 0600, owned by root
     chmodSync(join(dir, 'ca'), 0o755);
+    // The checkout may be unreadable to UID 10002 (a clone in a mode-0700 folder): run a readable copy.
+    const runtime = readableCopy();
     const asOtherUser = (config: string) =>
-      spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', process.execPath, BIN, 'serve', '-c', config], {
+      spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', process.execPath, join(runtime, 'bin/dpg.js'), 'serve', '-c', config], {
         encoding: 'utf8',
+        cwd: dir,
         env: { ...process.env, DPG_LOG_LEVEL: 'silent', DPG_DATA_DIR: join(dir, 'data'), DPG_HTTP_ADDR: '127.0.0.1:0', DPG_GRPC_ADDR: '127.0.0.1:0', DPG_PROXY_ADDR: '127.0.0.1:0' },
         timeout: 30_000,
       });
-    const manifests = `manifests: ${resolve('config/manifests')}\n`;
+    const manifests = `manifests: ${join(runtime, 'config/manifests')}\n`;
     writeFileSync(join(dir, 'keys.yaml'), `${manifests}keys: { source: file, file: keyring.yaml }\n`);
     const keys = asOtherUser(join(dir, 'keys.yaml'));
     assert.equal(keys.status, 1);

@@ -318,16 +318,16 @@ describe('FF1 constraints', () => {
     assert.equal(ff1.problemWith([1, 2, 3, 4, 5, 6]), undefined);
   });
 
-  it('maximum-length values work and stay quick', () => {
+  // Their speed is measured in bench/ff1.bench.ts: a clock here failed on a loaded machine.
+  it('maximum-length values round-trip', () => {
     const rand = rng(11);
     for (const radix of [10, 65536]) {
       const ff1 = new FF1(randomBytes(rand, 32), radix);
       const x = randomNumerals(rand, radix, FF1_MAX_LENGTH);
       const tweak = randomBytes(rand, 40);
-      const started = performance.now();
       const ct = ff1.encrypt(x, tweak);
+      assert.equal(ct.length, FF1_MAX_LENGTH);
       assert.deepEqual(Array.from(ff1.decrypt(ct, tweak)), x);
-      assert.ok(performance.now() - started < 2000);
     }
   });
 });

@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { readableCopy } from '../helpers/readable-copy.ts';
 
 const ROOT = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -68,8 +69,8 @@ function localise(command: string, replacements: Record<string, string> = {}): s
   return c;
 }
 
-function bash(script: string, extraEnv: Record<string, string> = {}, timeout = 60_000) {
-  return spawnSync('bash', ['-c', `set -euo pipefail\n${script}`], { cwd: ROOT, encoding: 'utf8', env: { ...env, ...extraEnv }, timeout, input: 'a-secret\n' });
+function bash(script: string, extraEnv: Record<string, string> = {}, timeout = 60_000, cwd = ROOT) {
+  return spawnSync('bash', ['-c', `set -euo pipefail\n${script}`], { cwd, encoding: 'utf8', env: { ...env, ...extraEnv }, timeout, input: 'a-secret\n' });
 }
 
 before(() => {
@@ -159,7 +160,9 @@ describe('README.md', () => {
     { skip: canCapture ? false : 'needs root, unshare, iptables and setpriv: the README capture walk-through is not run' },
     () => {
       const [block] = shBlocks('### Capture outbound traffic transparently');
-      const r = bash(localise(block!), {}, 90_000);
+      // The block's gateway runs as UID 10001, which may not read this checkout (a clone in a mode-0700
+      // folder): the block runs in a readable copy of what `node bin/dpg.js serve` needs.
+      const r = bash(localise(block!), {}, 90_000, readableCopy());
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
       assert.ok(existsSync(join(scratch, 'dpg-trust', 'bundle.pem')), 'the trust bundle was written');
     },

@@ -4,10 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
-import { performance } from 'node:perf_hooks';
 import fc from 'fast-check';
 import { DpgError } from '../../src/core/errors.ts';
 import { Base64DecodeStream, decodeBase64Strict } from '../../src/transport/http/base64-decoder.ts';
+import { growthRatio } from '../helpers/growth.ts';
 
 /** Pipes the chunks through a decoder; resolves to the bytes, or rejects with the decoder's error. */
 async function decodeChunks(chunks: readonly Buffer[]): Promise<Buffer> {
@@ -17,43 +17,76 @@ async function decodeChunks(chunks: readonly Buffer[]): Promise<Buffer> {
   return Buffer.concat(out);
 }
 
-async function timeToFail(chunks: readonly Buffer[]): Promise<number> {
-  const started = performance.now();
+/** The decoder refuses the chunks with INVALID_REQUEST. */
+async function refused(chunks: readonly Buffer[]): Promise<void> {
   await assert.rejects(decodeChunks(chunks), (err) => err instanceof DpgError && err.code === 'INVALID_REQUEST');
-  return performance.now() - started;
+}
+
+/**
+ * Feeds the chunks to a decoder's transform step synchronously (as the stream does, minus the event
+ * loop) and returns the error it reports; CPU time can then be measured around it.
+ */
+function transformError(chunks: readonly Buffer[]): Error | undefined {
+  const decoder = new Base64DecodeStream();
+  let failed: Error | undefined;
+  for (const chunk of chunks) {
+    decoder._transform(chunk, 'latin1', (err) => {
+      failed ??= err ?? undefined;
+    });
+    if (failed) break;
+  }
+  return failed;
 }
 
 const KIB64 = 64 * 1024;
+/** One input of n costs about as much CPU as sixteen of n/16 when linear, sixteen times as much when quadratic. */
+const MAX_RATIO = 4;
+
+function linear(name: string, ratio: number): void {
+  assert.ok(ratio < MAX_RATIO, `${name}: one input costs ${ratio.toFixed(1)}× sixteen inputs of a sixteenth — not linear`);
+}
 
 test('hostile chunks are rejected in linear time (64 KiB of = then A)', async () => {
-  const hostile = [
-    Buffer.from('='.repeat(KIB64) + 'A', 'latin1'),
-    Buffer.from('A'.repeat(KIB64) + '='.repeat(KIB64) + 'A', 'latin1'),
-    Buffer.from('= '.repeat(KIB64) + 'A', 'latin1'),
-    Buffer.from('A'.repeat(KIB64) + '!', 'latin1'),
+  const hostile: ((n: number) => Buffer)[] = [
+    (n) => Buffer.from('='.repeat(n) + 'A', 'latin1'),
+    (n) => Buffer.from('A'.repeat(n) + '='.repeat(n) + 'A', 'latin1'),
+    (n) => Buffer.from('= '.repeat(n) + 'A', 'latin1'),
+    (n) => Buffer.from('A'.repeat(n) + '!', 'latin1'),
   ];
-  for (const chunk of hostile) {
-    const ms = await timeToFail([chunk]);
-    assert.ok(ms < 100, `a hostile chunk took ${ms.toFixed(1)} ms`);
+  for (const [i, make] of hostile.entries()) {
+    // The stream refuses each one (the outcome), and its cost grows linearly (CPU time, not a clock).
+    await refused([make(KIB64)]);
+    linear(`hostile chunk ${i}`, growthRatio((n) => {
+      const chunk = make(n);
+      return () => assert.ok(transformError([chunk]) instanceof DpgError);
+    }, KIB64));
   }
   // Several hostile chunks in a row, as a slow upload would deliver them.
-  const ms = await timeToFail([Buffer.from('QUJD'), ...Array.from({ length: 8 }, () => Buffer.from('='.repeat(KIB64) + 'A', 'latin1'))]);
-  assert.ok(ms < 100, `hostile chunks took ${ms.toFixed(1)} ms`);
-  const started = performance.now();
-  assert.throws(() => decodeBase64Strict('='.repeat(KIB64) + 'A'), DpgError);
-  assert.throws(() => decodeBase64Strict('A'.repeat(KIB64) + '='.repeat(KIB64)), DpgError);
-  assert.ok(performance.now() - started < 100);
+  const several = (n: number) => [Buffer.from('QUJD'), ...Array.from({ length: 8 }, () => Buffer.from('='.repeat(n) + 'A', 'latin1'))];
+  await refused(several(KIB64));
+  linear('hostile chunks in a row', growthRatio((n) => {
+    const chunks = several(n);
+    return () => assert.ok(transformError(chunks) instanceof DpgError);
+  }, KIB64));
+  linear('decodeBase64Strict (= then A)', growthRatio((n) => {
+    const text = '='.repeat(n) + 'A';
+    return () => assert.throws(() => decodeBase64Strict(text), DpgError);
+  }, KIB64));
+  linear('decodeBase64Strict (A then =)', growthRatio((n) => {
+    const text = 'A'.repeat(n) + '='.repeat(n);
+    return () => assert.throws(() => decodeBase64Strict(text), DpgError);
+  }, KIB64));
 });
 
 test('padding: at most two, only at the end, and may be split across chunks', async () => {
   assert.equal((await decodeChunks([Buffer.from('QUI='), Buffer.from('')])).toString(), 'AB');
   assert.equal((await decodeChunks([Buffer.from('QQ='), Buffer.from('=')])).toString(), 'A');
   assert.equal((await decodeChunks([Buffer.from('QQ'), Buffer.from('=\n=\n')])).toString(), 'A');
-  await timeToFail([Buffer.from('QQ=='), Buffer.from('=')]);
-  await timeToFail([Buffer.from('QQ=='), Buffer.from('QUJD')]);
-  await timeToFail([Buffer.from('QQ=A')]);
-  await timeToFail([Buffer.from('Q===')]);
-  await timeToFail([Buffer.from('Q')]);
+  await refused([Buffer.from('QQ=='), Buffer.from('=')]);
+  await refused([Buffer.from('QQ=='), Buffer.from('QUJD')]);
+  await refused([Buffer.from('QQ=A')]);
+  await refused([Buffer.from('Q===')]);
+  await refused([Buffer.from('Q')]);
   assert.equal(decodeBase64Strict('QUI=').toString(), 'AB');
   assert.equal(decodeBase64Strict(' QQ\r\n== ').toString(), 'A');
   assert.throws(() => decodeBase64Strict('QQ=A'), DpgError);

@@ -127,14 +127,14 @@ describe('findings 6 and 11: long and hostile digit runs', () => {
     assert.ok(!got!.includes('4111 1111 1111 1111'), got);
   });
 
-  it('HTTP: 4 MB of hostile digit groups are protected in linear time (4.5 s before)', async () => {
+  it('HTTP: 4 MB of hostile digit groups are protected, the card at the end masked', async () => {
+    // Linearity is counted in test/detect/digit-runs.test.ts and timed in bench/detect.bench.ts
+    // (4.5 s before the fix); a clock here failed on a loaded machine, so this asserts the outcome.
     const notes = '4 '.repeat(2_000_000 - 10) + '4111 1111 1111 1111';
-    const started = performance.now();
     const res = await api({ manifestName: 'customer', jobType: 'Mask', dataSet: { notes } });
-    const ms = performance.now() - started;
     assert.equal(res.status, 200);
+    assert.equal(res.json.dataSet.notes.length, notes.length);
     assert.ok(res.json.dataSet.notes.endsWith('**** **** **** 1111'));
-    assert.ok(ms < 3000, `${ms.toFixed(0)} ms for 4 MB of digit groups`);
   });
 });
 

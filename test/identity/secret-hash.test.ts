@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hashSecret, isSecretHash, spendVerificationTime, verifySecret } from '../../src/identity/secret-hash.ts';
+import { hashSecret, isSecretHash, scryptRuns, spendVerificationTime, verifySecret } from '../../src/identity/secret-hash.ts';
 
 test('hashSecret writes scrypt$N$r$p$salt$hash with a fresh salt each time', () => {
   const a = hashSecret('s3cret');
@@ -38,17 +38,23 @@ test('malformed or unsafe stored hashes never verify', async () => {
   }
 });
 
-test('an unknown client costs about as much as a known one', async () => {
+test('an unknown client costs as much as a known one: one scrypt of the same parameters', async () => {
   const stored = hashSecret('known');
-  await verifySecret('warm-up', stored);
-  await spendVerificationTime('warm-up');
-  const time = async (fn: () => Promise<unknown>): Promise<number> => {
-    const start = performance.now();
-    for (let i = 0; i < 3; i++) await fn();
-    return performance.now() - start;
+  const old = hashSecret('old');
+  // An entry of an older version (N=2^14): an unknown client spends that cost when asked to.
+  const parts = old.split('$');
+  const runs = async (fn: () => Promise<unknown>) => {
+    scryptRuns.length = 0;
+    await fn();
+    return scryptRuns.splice(0);
   };
-  const known = await time(() => verifySecret('guess', stored));
-  const unknown = await time(() => spendVerificationTime('guess'));
-  // Same scrypt parameters: within a factor of three even on a noisy machine, never "instant".
-  assert.ok(unknown > known / 3 && unknown < known * 3, `known ${known} ms, unknown ${unknown} ms`);
+  const known = await runs(() => verifySecret('guess', stored));
+  const unknown = await runs(() => spendVerificationTime('guess'));
+  const malformed = await runs(() => verifySecret('guess', 'plain-text-secret'));
+  assert.equal(known.length, 1);
+  assert.deepEqual(unknown, known);
+  assert.deepEqual(malformed, known);
+  assert.deepEqual(known[0], { N: 32768, r: 8, p: 1, keylen: 32 });
+  const like = await runs(() => spendVerificationTime('guess', [parts[0], '16384', ...parts.slice(2)].join('$')));
+  assert.deepEqual(like, [{ N: 16384, r: 8, p: 1, keylen: 32 }]);
 });

@@ -219,15 +219,15 @@ describe('sqlCodec refuses what it cannot protect reliably', () => {
 });
 
 describe('sqlCodec limits', () => {
-  it('very long literals and many rows are handled quickly', () => {
+  // Outcomes only: the time is measured in bench/sql.bench.ts (a clock here fails on a loaded machine).
+  it('very long literals and many rows are handled', () => {
     const long = 'x'.repeat(200_000);
     const out = protectSql(`INSERT INTO t (name) VALUES ('${long}a')`, rev, {});
     assert.equal(out, `INSERT INTO t (name) VALUES ('a${long}')`);
     const rows = Array.from({ length: 2000 }, (_, i) => `(${i}, 'n${i}')`).join(', ');
-    const started = Date.now();
     const many = protectSql(`INSERT INTO t (id, name) VALUES ${rows};`, rev, {});
+    assert.ok(many.includes("(0, '0n')"));
     assert.ok(many.includes("(1999, '9991n')"));
-    assert.ok(Date.now() - started < 8000);
   });
 
   it('deep nesting, oversize scripts and too many statements are refused with clear errors', () => {

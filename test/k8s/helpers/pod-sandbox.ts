@@ -104,9 +104,19 @@ export class PodSandbox {
       'cp /etc/hosts "$scratch/hosts"',
     ];
     const overlaid = new Set<string>();
+    const mounts = [...(container.volumeMounts ?? [])].sort((a: Json, b: Json) => a.mountPath.length - b.mountPath.length);
+    // The gateway's own directories on a mount's path (/etc/dpg, /var/lib/dpg, /var/run/dpg) start
+    // empty, as in the image: whatever this host has there (an installed gateway's files, a mode
+    // that shuts out UID 10001) must not show through around the volumes.
+    const privateRoots = privateRootsOf(mounts.map((m: Json) => m.mountPath as string));
+    const insidePrivate = (path: string) => privateRoots.some((r) => path === r || path.startsWith(`${r}/`));
     // Make each mount path's parent writable inside this mount namespace only (an overlay on the
     // nearest existing ancestor), so nothing is created on the host's filesystem.
     const prepare = (target: string, isFile: boolean) => {
+      if (insidePrivate(dirname(target))) {
+        lines.push(isFile ? `mkdir -p ${quote(dirname(target))} && touch ${quote(target)}` : `mkdir -p ${quote(target)}`);
+        return;
+      }
       let ancestor = dirname(target);
       while (!existsSync(ancestor)) ancestor = dirname(ancestor);
       if (!overlaid.has(ancestor) && !(existsSync(target) && !isFile)) {
@@ -116,7 +126,10 @@ export class PodSandbox {
       }
       lines.push(isFile ? `mkdir -p ${quote(dirname(target))} && touch ${quote(target)}` : `mkdir -p ${quote(target)}`);
     };
-    const mounts = [...(container.volumeMounts ?? [])].sort((a: Json, b: Json) => a.mountPath.length - b.mountPath.length);
+    for (const root of privateRoots) {
+      prepare(root, false);
+      lines.push(`mount -t tmpfs -o mode=0755 dpg-image ${quote(root)}`);
+    }
     for (const m of mounts) {
       const source = this.volumes.get(m.name);
       if (!source) throw new Error(`volume ${m.name} is not prepared`);
@@ -129,7 +142,10 @@ export class PodSandbox {
     const sc = container.securityContext ?? {};
     const podSc = this.spec.securityContext ?? {};
     // readOnlyRootFilesystem: the root mount read-only in this mount namespace only; volumes stay as mounted.
-    if (sc.readOnlyRootFilesystem) lines.push('mount -o remount,bind,ro /');
+    if (sc.readOnlyRootFilesystem) {
+      lines.push('mount -o remount,bind,ro /');
+      for (const root of privateRoots) lines.push(`mount -o remount,ro ${quote(root)}`);
+    }
     const uid = sc.runAsUser ?? podSc.runAsUser ?? 0;
     const env: string[] = [`PATH=${this.bin}:/usr/local/bin:/usr/bin:/bin`, 'HOME=/tmp'];
     for (const e of container.env ?? []) {
@@ -175,4 +191,15 @@ export class PodSandbox {
     await Promise.all([this.pod.close(), this.upstream.close()]);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The outermost directory named dpg… on each mount path, below the path itself (`/etc/dpg` for `/etc/dpg/manifests`). */
+function privateRootsOf(mountPaths: string[]): string[] {
+  const roots = new Set<string>();
+  for (const path of mountPaths) {
+    const parts = path.split('/');
+    const at = parts.findIndex((p) => p.startsWith('dpg'));
+    if (at > 1 && at < parts.length - 1) roots.add(parts.slice(0, at + 1).join('/'));
+  }
+  return [...roots].sort((a, b) => a.length - b.length);
 }
