@@ -2,9 +2,9 @@
 // AdmissionReview; GET /healthz, /readyz and /metrics are for the kubelet and Prometheus. It needs
 // no Kubernetes API access and no state: any replica answers any review the same way.
 
+import { listenOn } from '../core/listen.ts';
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../core/logger.ts';
 import { decide, type AdmissionKind, type AdmissionSettings } from './admission.ts';
@@ -153,16 +153,8 @@ export async function startWebhook(options: WebhookOptions): Promise<WebhookServ
     },
   );
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const a = server.address() as AddressInfo;
-  const address = { host: a.address, port: a.port };
-  logger.info({ listen: `${a.address}:${a.port}`, notAfter: pair.notAfter.toISOString() }, 'sidecar injector webhook listening');
+  const address = await listenOn(server, options.host, options.port);
+  logger.info({ listen: `${address.host}:${address.port}`, notAfter: pair.notAfter.toISOString() }, 'sidecar injector webhook listening');
 
   return {
     address,

@@ -8,9 +8,9 @@
 // uses forwarding/ (the upstream pool, CONNECT tunnels, upgrades, splices, interception
 // certificates, connection limits). problem.ts holds the answers the proxy itself gives.
 
+import { listenOn } from '../core/listen.ts';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ProxyConfig, ProxyRoute, ReverseListener } from '../config/types.ts';
 import { DpgError } from '../core/errors.ts';
@@ -100,17 +100,6 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
     });
   }
   return { table: compileRoutes(normalised, aliases), phases };
-}
-
-function listen(server: Server, host: string, port: number): Promise<{ host: string; port: number }> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      const a = server.address() as AddressInfo;
-      resolve({ host: a.address, port: a.port });
-    });
-  });
 }
 
 /** The forward server on a Unix socket (a stale socket file of an earlier run is replaced); host is the path. */
@@ -319,7 +308,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
 
   const servers: Server[] = [forward];
   // forward: off (DPG_PROXY_ADDR=off): no TCP forward listener, a way around capture; health on a Unix socket.
-  const address = config.forward === 'off' ? await listenHealthSocket(forward, proxyHealthSocket(deps.dataDir)) : await listen(forward, config.listen.host, config.listen.port);
+  const address = config.forward === 'off' ? await listenHealthSocket(forward, proxyHealthSocket(deps.dataDir)) : await listenOn(forward, config.listen.host, config.listen.port);
   if (config.forward === 'off') logger.info({ listener: 'proxy', forward: 'off', health: address.host }, 'egress proxy listener off; health on a Unix socket');
   else logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source, maxConnections }, 'egress proxy listening');
 
@@ -389,7 +378,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, req.url ?? '')));
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => socket.end('HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'));
     servers.push(server);
-    const a = await listen(server, r.listen.host, r.listen.port);
+    const a = await listenOn(server, r.listen.host, r.listen.port);
     logger.info({ listener: 'proxy-reverse', host: a.host, port: a.port, upstream: new URL(r.upstream).origin }, 'reverse proxy listening');
     return { ...a, upstream: r.upstream };
   }

@@ -7,8 +7,9 @@
 // always connects to the original destination address (never to a DNS lookup of the name the app
 // gave). Every request on a connection that could concern a route is read (DESIGN §9).
 
+import { listenOn } from '../../core/listen.ts';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import { connect, createServer as createNetServer, isIP, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { connect, createServer as createNetServer, isIP, type Server as NetServer, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { TLSSocket } from 'node:tls';
@@ -333,14 +334,7 @@ function listen(
 ): Promise<{ server: NetServer; address: { host: string; port: number } }> {
   const server = createNetServer({ allowHalfOpen: true, noDelay: true }, onConnection);
   guard(server, isIP(stripBrackets(host)) === 6 ? 'transparent6' : 'transparent');
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, stripBrackets(host), () => {
-      server.off('error', reject);
-      const a = server.address() as AddressInfo;
-      resolve({ server, address: { host: a.address, port: a.port } });
-    });
-  });
+  return listenOn(server, stripBrackets(host), port).then((address) => ({ server, address }));
 }
 
 /**

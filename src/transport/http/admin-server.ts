@@ -3,8 +3,8 @@
 // request to proxy (400), so Prometheus and probes need this door (like Istio's 15020).
 // Only node:http: it starts in every sidecar, whose idle footprint is budgeted.
 
+import { listenOn } from '../../core/listen.ts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
 import type { ListenAddress } from '../../config/types.ts';
@@ -52,16 +52,7 @@ export async function startAdminServer(deps: AdminDeps): Promise<RunningServer> 
     );
   });
   server.maxConnections = MAX_CONNECTIONS;
-  const { host, port } = deps.listen;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  const address = { host: bound.address, port: bound.port };
+  const address = await listenOn(server, deps.listen.host, deps.listen.port);
   logger.info({ listener: 'admin', host: address.host, port: address.port }, 'admin listener (/metrics, /healthz, /readyz) listening');
   return {
     address,

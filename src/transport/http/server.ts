@@ -1,9 +1,9 @@
 // The HTTP listener: a small explicit route table on node:http, one audit line and metrics per
 // protection request, problem+json errors, and a graceful close.
 
+import { listenOn } from '../../core/listen.ts';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { audit } from '../../core/audit.ts';
 import { toDpgError, type DpgError } from '../../core/errors.ts';
@@ -163,16 +163,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
     handler(deps, ex).catch((err: unknown) => reportFailure(deps, ex, toDpgError(err)));
   });
 
-  const { host, port } = deps.config.http.listen;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  const address = { host: bound.address, port: bound.port };
+  const address = await listenOn(server, deps.config.http.listen.host, deps.config.http.listen.port);
   deps.logger.info({ listener: 'http', host: address.host, port: address.port }, 'HTTP API listening');
 
   return {
