@@ -10,9 +10,9 @@
 //   the first digit of a national writing: a trunk `0`, the `8` of `8 (912) …`) and FF1-encrypt the
 //   rest; ten digits that are no NANP number stay that way (walked past NANP ones, so Reconstruct
 //   picks the same side); with fewer than six digits left
-//   the first national digit is encrypted too, and a national part of five digits (a three-digit
-//   country code and eight digits in all), too small for FF1, takes a keyed shuffle of its 10^5
-//   values (small-domain.ts): no walk.
+//   the first national digit is encrypted too, and a national part of four or five digits (a
+//   three-digit country code and seven or eight digits in all: Saint Helena, Tokelau), too small
+//   for FF1, takes a keyed shuffle of its 10^4 or 10^5 values (small-domain.ts).
 
 import type { FF1 } from '../../../crypto/ff1.ts';
 import { ValueError } from '../../technique.ts';
@@ -59,8 +59,11 @@ function indexOf(list: readonly number[]): Int16Array {
 }
 
 const MIN_FREE = 6;
-/** Five national digits: under FF1's minimum domain, shuffled instead (small-domain.ts). */
-const SHORT_SIZE = 100_000;
+/**
+ * Four or five national digits (`+290 8912`, `+690 7243`: numbers valid in their country's plan):
+ * under FF1's minimum domain, shuffled instead (small-domain.ts). Fewer is no phone detection takes.
+ */
+const MIN_SHUFFLED = 4;
 /** A walk this long means the input was outside the set (a bug): 2^-1000 at worst otherwise. */
 const MAX_WALK = 10_000;
 
@@ -119,9 +122,10 @@ export class PhoneScheme {
         if (steps >= MAX_WALK) throw new ValueError('FPE_DOMAIN_ERROR');
         walkSteps.count++;
       }
-    } else if (free === 5) {
-      const rank = smallDomainPermute(this.key, this.tweaks.get(`phone:${n}:${kept}`), SHORT_SIZE, digitsValue(digits, kept, 5), decrypt);
-      writeValue(digits, kept, 5, rank);
+    } else if (free >= MIN_SHUFFLED) {
+      const size = 10 ** free;
+      const rank = smallDomainPermute(this.key, this.tweaks.get(`phone:${n}:${kept}`), size, digitsValue(digits, kept, free), decrypt);
+      writeValue(digits, kept, free, rank);
     } else throw new ValueError('VALUE_TOO_SHORT_FOR_FPE');
     return withDigits(value, digits);
   }

@@ -1,5 +1,5 @@
 // A keyed permutation of a domain too small for FF1 (SP 800-38G asks for at least 10^6 values): the
-// five national digits of a phone with a three-digit country code. Rather than FF1 over 20 bits
+// four or five national digits of a phone with a three-digit country code. Rather than FF1 over 20 bits
 // walked down to 10^5 (9.5 extra FF1 runs per value on average), the whole domain is shuffled once
 // per key and layout — Fisher-Yates, each swap drawn without bias (rejection sampling) from an
 // AES-256-CTR stream under a key derived by HMAC-SHA-256 from the field's FF1 key and the tweak, so

@@ -1,0 +1,116 @@
+// Round trip on the independent corpus (issue 17, item 6: "round trip exact on 100% of it"): every
+// text of the generated corpus (generate.ts) and of Presidio's recognizer cases (presidio-cases.json)
+// goes through the engine as free text under the `customer` manifest's detection, Pseudonymise then
+// Reconstruct and Encrypt then Decrypt, and must come back exactly. A text refused with a clear
+// error is not a pass here: refusals are counted apart and must be zero too. Run twice: the manifest
+// as shipped, and a copy whose `detect.phoneRegions` is the corpus's regions (so national phone
+// writings are detected and pseudonymised, not left in clear). Failures print the text's index and
+// error code only, never its values.
+//
+// Not yet 100%: one generated text is refused by Pseudonymise (fails closed, nothing leaks, but it is
+// no round trip). Its shape: a `00` number written as one group (`00599318xxxx`, Sint Eustatius),
+// which detection takes only when valid in its country's plan; the pseudonym keeps `00`, the code
+// and one national digit and FF1-encrypts six, and so few of those are valid there that the walk
+// (100 steps) ends first. KNOWN_REFUSED pins it: any other refusal, or this one fixed, fails here.
+
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_MANIFESTS, job, testEngine } from '../../helpers/engine.ts';
+import { DpgError } from '../../../src/core/errors.ts';
+import type { ProtectionEngine } from '../../../src/engine/engine.ts';
+import { buildIndependentCorpus, CORPUS_REGIONS } from './generate.ts';
+
+interface PresidioFile {
+  readonly cases: readonly { test: string; text: string }[];
+}
+
+const generated = buildIndependentCorpus().map((r) => r.text);
+const presidio = (JSON.parse(readFileSync(new URL('./presidio-cases.json', import.meta.url), 'utf8')) as PresidioFile).cases.map((c) => c.text);
+
+type Pair = readonly ['Pseudonymise', 'Reconstruct'] | readonly ['Encrypt', 'Decrypt'];
+const PAIRS: readonly Pair[] = [
+  ['Pseudonymise', 'Reconstruct'],
+  ['Encrypt', 'Decrypt'],
+];
+
+interface Outcome {
+  exact: number;
+  changedThenExact: number;
+  wrong: string[];
+  refused: Map<string, number>;
+  refusedAt: number[];
+}
+
+function run(engine: ProtectionEngine, texts: readonly string[], [forward, back]: Pair): Outcome {
+  const notes = (jobType: string, text: string): string =>
+    (engine.protectDocument(job('customer', jobType as Pair[number]), { notes: text }).dataSet as { notes: string }).notes;
+  const out: Outcome = { exact: 0, changedThenExact: 0, wrong: [], refused: new Map(), refusedAt: [] };
+  texts.forEach((text, i) => {
+    try {
+      const protectedText = notes(forward, text);
+      const restored = notes(back, protectedText);
+      if (restored === text) {
+        out.exact++;
+        if (protectedText !== text) out.changedThenExact++;
+      } else out.wrong.push(`#${i}`);
+    } catch (e) {
+      const code = e instanceof DpgError ? e.code : 'NOT_A_DPG_ERROR';
+      out.refused.set(code, (out.refused.get(code) ?? 0) + 1);
+      out.refusedAt.push(i);
+    }
+  });
+  return out;
+}
+
+function engines(): [string, ProtectionEngine][] {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-corpus-rt-'));
+  const customer = readFileSync(join(DEFAULT_MANIFESTS, 'customer.yaml'), 'utf8');
+  const withRegions = customer.replace('kinds: [card, email, phone, iban, ssn, ipAddress]', `kinds: [card, email, phone, iban, ssn, ipAddress]\n  phoneRegions: [${CORPUS_REGIONS.join(', ')}]`);
+  assert.notEqual(withRegions, customer, 'the customer manifest still has the detect block this test extends');
+  writeFileSync(join(dir, 'customer.yaml'), withRegions);
+  return [
+    ['customer as shipped', testEngine()],
+    ['customer with phoneRegions = corpus regions', testEngine(dir)],
+  ];
+}
+
+const KNOWN_REFUSED: Readonly<Record<'generated' | 'Presidio', readonly number[]>> = { generated: [3580], Presidio: [] };
+
+describe('round trip on the independent corpus: the identity on every text but one known refusal', () => {
+  it('short international numbers (four national digits, valid in their plan) are shuffled, not refused', () => {
+    const [, engine] = engines()[0];
+    const notes = (jobType: 'Pseudonymise' | 'Reconstruct', text: string): string =>
+      (engine.protectDocument(job('customer', jobType), { notes: text }).dataSet as { notes: string }).notes;
+    for (const text of ['Tel +290 8912\nsee', 'Telefon:+690 7243 see', 'tel +690-7200. Caterva']) {
+      const p = notes('Pseudonymise', text);
+      assert.notEqual(p, text);
+      assert.equal(notes('Reconstruct', p), text);
+    }
+  });
+
+  for (const [name, engine] of engines()) {
+    for (const pair of PAIRS) {
+      for (const [corpus, texts] of [
+        ['generated', generated],
+        ['Presidio', presidio],
+      ] as const) {
+        const known = pair[0] === 'Encrypt' ? 0 : KNOWN_REFUSED[corpus].length;
+        it(`${pair[0]} → ${pair[1]}, ${corpus} texts (${name})${known > 0 ? `: ${known} known refusal, not yet 100%` : ''}`, () => {
+          const o = run(engine, texts, pair);
+          const refused = [...o.refused].map(([c, n]) => `${c} ×${n}`).join(', ') || 'none';
+          console.log(
+            `# ${pair[0]}→${pair[1]} ${corpus} (${name}): ${o.exact}/${texts.length} exact (${o.changedThenExact} changed by ${pair[0]}), wrong ${o.wrong.length}, refused: ${refused}`,
+          );
+          assert.ok(o.changedThenExact > texts.length / 2, `${o.changedThenExact} texts changed: the corpus went through detection`);
+          assert.deepEqual(o.wrong, [], 'texts restored to something else');
+          // Encrypt never refuses; Pseudonymise refuses exactly the known text (see above).
+          assert.deepEqual(o.refusedAt, pair[0] === 'Encrypt' ? [] : KNOWN_REFUSED[corpus], `texts refused: ${refused}`);
+          assert.equal(o.exact, texts.length - o.refusedAt.length);
+        });
+      }
+    }
+  }
+});
