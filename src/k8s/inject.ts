@@ -40,7 +40,14 @@ export interface InjectorOptions extends ImageOptions {
 }
 
 export type InjectionResult =
-  | { readonly outcome: 'injected'; readonly template: JsonObject; readonly notes: readonly string[]; readonly status: InjectionStatus }
+  | {
+      readonly outcome: 'injected';
+      readonly template: JsonObject;
+      readonly notes: readonly string[];
+      readonly status: InjectionStatus;
+      /** Risks of this pod's settings, for the operator (admission warnings, `dpg inject --check`); not written into the pod. */
+      readonly warnings: readonly string[];
+    }
   | { readonly outcome: 'skipped'; readonly template: JsonObject; readonly reason: string }
   | { readonly outcome: 'refused'; readonly template: JsonObject; readonly problems: readonly string[] };
 
@@ -244,6 +251,15 @@ function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): 
 }
 
 /**
+ * Without a keyring Secret each replica has keys of its own, or none (the sidecar then does not
+ * start). Whether the config has reversible routes is in the ConfigMap, which the webhook and
+ * `--check` do not read: so this is said for every pod without one. Under 200 characters: admission
+ * warnings are cut there (admission.ts).
+ */
+export const NO_KEYRING_WARNING =
+  'no keyring Secret (dpg.io/keyring): replicas would not share keys and reversible data (Pseudonymise, Encrypt) could not be reconstructed (warned without reading the config)';
+
+/**
  * `kubectl logs/exec` default to the first app container rather than the gateway, and Prometheus
  * finds the admin port, unless the pod already says otherwise (any `prometheus.io/` key is the
  * user's scrape setup: none of ours is mixed into it).
@@ -310,7 +326,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
   const out: JsonObject = { ...annotations, ...podAdded, [STATUS_ANNOTATION]: encodeStatus(status) };
   if (notes.length > 0) out[NOTES_ANNOTATION] = JSON.stringify(notes);
   metadata.annotations = out;
-  return { outcome: 'injected', template, notes, status };
+  return { outcome: 'injected', template, notes, status, warnings: settings.keyringSecret ? [] : [NO_KEYRING_WARNING] };
 }
 
 /** The proxy container of an injected pod, wherever the layout put it. */

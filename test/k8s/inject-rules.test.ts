@@ -4,7 +4,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { inject, type JsonObject } from '../../src/k8s/inject.ts';
+import { inject, NO_KEYRING_WARNING, type JsonObject } from '../../src/k8s/inject.ts';
 import { injectorOptions } from '../../src/k8s/options.ts';
 import { applyAnnotations, BUILT_IN_DEFAULTS, canonicalCidrs, canonicalPorts } from '../../src/k8s/settings.ts';
 import { testOptions } from './helpers/options.ts';
@@ -259,5 +259,29 @@ describe('observability: default container, scrape annotations, admin port (issu
     const env = Object.fromEntries((proxy.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
     assert.equal(env.DPG_ADMIN_ADDR, '0.0.0.0:15020');
     assert.deepEqual(proxy.ports, [{ name: 'dpg-admin', containerPort: 15020, protocol: 'TCP' }]);
+  });
+});
+
+describe('safe key defaults: a pod without a keyring Secret is warned about (issue 18 item 6)', () => {
+  const locked = { name: 'web', image: 'i', securityContext: { capabilities: { drop: ['ALL'] } } };
+  const warningsOf = (annotations?: Record<string, string>, o = options) => {
+    const r = inject(pod({ containers: [locked] }, annotations), o);
+    assert.equal(r.outcome, 'injected');
+    return r.outcome === 'injected' ? r.warnings : [];
+  };
+
+  it('no dpg.io/keyring: one warning that says what goes wrong, and that the config was not read', () => {
+    assert.deepEqual(warningsOf(), [NO_KEYRING_WARNING]);
+    assert.match(NO_KEYRING_WARNING, /replicas would not share keys/);
+    assert.match(NO_KEYRING_WARNING, /could not be reconstructed/);
+    assert.match(NO_KEYRING_WARNING, /without reading the config/);
+  });
+
+  it('dpg.io/keyring on the pod, or as the injector default: no warning, and the warning is never written into the pod', () => {
+    assert.deepEqual(warningsOf({ 'dpg.io/keyring': 'shop-keyring' }), []);
+    const { options: keyed } = injectorOptions({ image: 'dpg:test', defaults: ['dpg.io/keyring=platform'] }, '0.0.0-test');
+    assert.deepEqual(warningsOf(undefined, keyed!), []);
+    const r = inject(pod({ containers: [locked] }), options);
+    assert.equal(JSON.stringify(r.template).includes('keyring'), false);
   });
 });
