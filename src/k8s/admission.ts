@@ -77,12 +77,18 @@ export function decide(body: unknown, kind: AdmissionKind, settings: AdmissionSe
     const message = `dpg: pod is not protected: it is not injected as dpg ${settings.injector.version} would inject it (is the sidecar injector running?)`;
     return { ...base, pod: name, outcome: 'denied', review: respond(uid, { allowed: false, status: { status: 'Failure', code: 403, reason: 'Forbidden', message } }) };
   }
-  if (patch.length === 0) return { ...base, pod: name, outcome: 'unchanged', review: respond(uid, { allowed: true }) };
+  const risks = result.warnings.map((w) => `dpg: ${w}`);
+  if (patch.length === 0) {
+    // Already injected: its notes were said when it was; its risks still hold.
+    return { ...base, pod: name, outcome: 'unchanged', review: respond(uid, risks.length > 0 ? { allowed: true, warnings: warnings(risks) } : { allowed: true }) };
+  }
+  // The pod's risks first: the notes after them may be cut at ten.
+  const said = warnings([...risks, ...result.notes]);
   const response: JsonObject = {
     allowed: true,
     patchType: 'JSONPatch',
     patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
   };
-  if (result.notes.length > 0) response.warnings = warnings(result.notes);
+  if (said.length > 0) response.warnings = said;
   return { ...base, pod: name, outcome: 'injected', review: respond(uid, response) };
 }

@@ -12,7 +12,11 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
 import {
   CONTAINER,
+  DEFAULT_CONTAINER_ANNOTATION,
   GATEWAY_UID,
+  INJECTED_ANNOTATIONS,
+  PROMETHEUS_PREFIX,
+  SCRAPE_ANNOTATIONS,
   INJECT_LABEL,
   NOTES_ANNOTATION,
   PATH,
@@ -36,7 +40,14 @@ export interface InjectorOptions extends ImageOptions {
 }
 
 export type InjectionResult =
-  | { readonly outcome: 'injected'; readonly template: JsonObject; readonly notes: readonly string[]; readonly status: InjectionStatus }
+  | {
+      readonly outcome: 'injected';
+      readonly template: JsonObject;
+      readonly notes: readonly string[];
+      readonly status: InjectionStatus;
+      /** Risks of this pod's settings, for the operator (admission warnings, `dpg inject --check`); not written into the pod. */
+      readonly warnings: readonly string[];
+    }
   | { readonly outcome: 'skipped'; readonly template: JsonObject; readonly reason: string }
   | { readonly outcome: 'refused'; readonly template: JsonObject; readonly problems: readonly string[] };
 
@@ -80,6 +91,7 @@ export function uninject(input: JsonObject): JsonObject {
   if (annotations) {
     delete annotations[STATUS_ANNOTATION];
     delete annotations[NOTES_ANNOTATION];
+    for (const key of status?.annotations ?? []) if (INJECTED_ANNOTATIONS.includes(key)) delete annotations[key];
     if (metadata) dropEmpty(metadata, 'annotations');
   }
   dropEmpty(template, 'metadata');
@@ -239,6 +251,28 @@ function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): 
 }
 
 /**
+ * Without a keyring Secret each replica has keys of its own, or none (the sidecar then does not
+ * start). Whether the config has reversible routes is in the ConfigMap, which the webhook and
+ * `--check` do not read: so this is said for every pod without one. Under 200 characters: admission
+ * warnings are cut there (admission.ts).
+ */
+export const NO_KEYRING_WARNING =
+  'no keyring Secret (dpg.io/keyring): replicas would not share keys and reversible data (Pseudonymise, Encrypt) could not be reconstructed (warned without reading the config)';
+
+/**
+ * `kubectl logs/exec` default to the first app container rather than the gateway, and Prometheus
+ * finds the admin port, unless the pod already says otherwise (any `prometheus.io/` key is the
+ * user's scrape setup: none of ours is mixed into it).
+ */
+function podAnnotations(annotations: JsonObject, appContainers: JsonObject[]): Record<string, string> {
+  const added: Record<string, string> = {};
+  const first = appContainers[0]?.name;
+  if (!Object.hasOwn(annotations, DEFAULT_CONTAINER_ANNOTATION) && typeof first === 'string') added[DEFAULT_CONTAINER_ANNOTATION] = first;
+  if (!Object.keys(annotations).some((k) => k.startsWith(PROMETHEUS_PREFIX))) Object.assign(added, SCRAPE_ANNOTATIONS);
+  return added;
+}
+
+/**
  * Injects one pod template (a Pod, or the `template` of a workload). `runToCompletion` is not
  * needed: the pod's own restartPolicy says it.
  */
@@ -259,6 +293,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
 
   const parts = buildParts(settings, options);
   const notes: string[] = [];
+  const podAdded = podAnnotations(annotations, objectsOf(spec.containers));
   const capabilityDrops = settings.captureMode === 'transparent' ? guardCapture(spec, settings, notes) : [];
   const env: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const trustMounts: string[] = [];
@@ -286,11 +321,12 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
     env,
     trustMounts,
     capabilityDrops,
+    annotations: Object.keys(podAdded),
   };
-  const out: JsonObject = { ...annotations, [STATUS_ANNOTATION]: encodeStatus(status) };
+  const out: JsonObject = { ...annotations, ...podAdded, [STATUS_ANNOTATION]: encodeStatus(status) };
   if (notes.length > 0) out[NOTES_ANNOTATION] = JSON.stringify(notes);
   metadata.annotations = out;
-  return { outcome: 'injected', template, notes, status };
+  return { outcome: 'injected', template, notes, status, warnings: settings.keyringSecret ? [] : [NO_KEYRING_WARNING] };
 }
 
 /** The proxy container of an injected pod, wherever the layout put it. */

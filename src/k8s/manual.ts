@@ -21,6 +21,8 @@ export interface ObjectReport {
   readonly object: string;
   readonly outcome: 'injected' | 'unchanged' | 'skipped' | 'refused' | 'passed-through';
   readonly messages: readonly string[];
+  /** Risks of the injected pod's settings (no keyring Secret); injected and unchanged pods only. */
+  readonly warnings?: readonly string[];
 }
 
 export interface ManualResult {
@@ -62,7 +64,7 @@ export function injectObject(object: JsonObject, options: InjectorOptions, docum
   if (result.outcome === 'refused') return { object, reports: [{ document, object: name, outcome: 'refused', messages: result.problems }] };
   const replaced = path.length === 0 ? result.template : setPath(object, path, result.template);
   const unchanged = podPatch(object, replaced).length === 0;
-  return { object: replaced, reports: [{ document, object: name, outcome: unchanged ? 'unchanged' : 'injected', messages: result.notes }] };
+  return { object: replaced, reports: [{ document, object: name, outcome: unchanged ? 'unchanged' : 'injected', messages: result.notes, warnings: result.warnings }] };
 }
 
 function setPath(object: JsonObject, path: readonly string[], value: JsonObject): JsonObject {

@@ -56,6 +56,21 @@ export const DATA_DIR_CA_FILES = { cert: 'proxy-ca.pem', key: 'proxy-ca-key.pem'
 export const TRANSPARENT_ADDR = '127.0.0.1:15006';
 export const REDIRECT_PORT = 15006;
 export const FORWARD_PROXY_ADDR = '127.0.0.1:15001';
+/** The admin listener (/metrics, /healthz, /readyz), like Istio's 15020; on every interface in a pod so Prometheus can scrape the pod IP. */
+export const ADMIN_PORT = 15020;
+export const ADMIN_ADDR = `0.0.0.0:${ADMIN_PORT}`;
+export const ADMIN_PORT_NAME = 'dpg-admin';
+
+/** Pod annotations injection adds when the pod sets none of its own (the status lists those added). */
+export const DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-container';
+export const PROMETHEUS_PREFIX = 'prometheus.io/';
+export const SCRAPE_ANNOTATIONS: Readonly<Record<string, string>> = {
+  'prometheus.io/scrape': 'true',
+  'prometheus.io/port': String(ADMIN_PORT),
+  'prometheus.io/path': '/metrics',
+};
+/** The only annotation keys taking an injection out may remove (besides status and notes). */
+export const INJECTED_ANNOTATIONS: readonly string[] = [DEFAULT_CONTAINER_ANNOTATION, ...Object.keys(SCRAPE_ANNOTATIONS)];
 
 /** Every name injection adds, so a pod that already uses one is refused rather than merged. */
 export const RESERVED_CONTAINER_NAMES: readonly string[] = Object.values(CONTAINER);

@@ -21,6 +21,8 @@ export interface InjectionStatus {
   readonly trustMounts: readonly string[];
   /** App containers that got `capabilities.drop` (transparent mode; absent in older statuses). */
   readonly capabilityDrops?: readonly string[];
+  /** Pod annotations injection added (default container, scrape annotations; absent in older statuses). */
+  readonly annotations?: readonly string[];
 }
 
 /** Key order of JSON.stringify follows insertion; sort recursively so the hash is canonical. */
@@ -68,6 +70,7 @@ export function decodeStatus(text: unknown): InjectionStatus | undefined {
     !isStringList(s.volumes) ||
     !isStringList(s.trustMounts) ||
     (s.capabilityDrops !== undefined && !isStringList(s.capabilityDrops)) ||
+    (s.annotations !== undefined && !isStringList(s.annotations)) ||
     !env ||
     typeof env !== 'object' ||
     Array.isArray(env) ||

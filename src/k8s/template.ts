@@ -7,6 +7,9 @@ import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext';
 import type { IVolume } from 'kubernetes-models/v1/Volume';
 import type { IVolumeMount } from 'kubernetes-models/v1/VolumeMount';
 import {
+  ADMIN_ADDR,
+  ADMIN_PORT,
+  ADMIN_PORT_NAME,
   CONTAINER,
   DATA_DIR_CA_FILES,
   FORWARD_PROXY_ADDR,
@@ -84,6 +87,9 @@ function proxyEnv(s: InjectionSettings): IEnvVar[] {
   const env: IEnvVar[] = [
     { name: 'NODE_ENV', value: 'production' },
     { name: 'DPG_DATA_DIR', value: PATH.data },
+    // Metrics and health only, never payload data: on the pod IP so Prometheus can scrape it
+    // (docs/kubernetes.md, "Metrics and the admin port").
+    { name: 'DPG_ADMIN_ADDR', value: ADMIN_ADDR },
   ];
   if (s.captureMode === 'transparent') {
     // The forward listener would be a way around capture (loopback is exempt): off, unless env-proxy asks for it.
@@ -143,6 +149,7 @@ export function buildParts(s: InjectionSettings, image: ImageOptions): InjectedP
     ...pull,
     args: ['serve', ...configArgs],
     env: proxyEnv(s),
+    ports: [{ name: ADMIN_PORT_NAME, containerPort: ADMIN_PORT, protocol: 'TCP' }],
     volumeMounts: [...configMounts(), ...dataMounts(s)],
     resources: resources(s),
     securityContext: lockedDown(GATEWAY_UID, []),

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NO_KEYRING_WARNING } from '../../src/k8s/inject.ts';
 import { injectStream } from '../../src/k8s/manual.ts';
 import { injectorOptions, packageVersion } from '../../src/k8s/options.ts';
 
@@ -79,6 +80,18 @@ spec:
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, /job\/export: not injected as this version would inject it/);
+  });
+
+  it('--check warns on stderr about a pod without a keyring Secret, without failing; not about one with it', () => {
+    const bare = dpg(['inject', '-f', join(GOLDEN, 'job.yaml')]).stdout;
+    const r = dpg(['inject', '--check', '-f', '-'], bare);
+    assert.equal(r.code, 0);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `document 1 job/export: warning: ${NO_KEYRING_WARNING}\n`);
+    const keyed = dpg(['inject', '--default', 'dpg.io/keyring=export-keyring', '-f', join(GOLDEN, 'job.yaml')]).stdout;
+    const k = dpg(['inject', '--check', '--default', 'dpg.io/keyring=export-keyring', '-f', '-'], keyed);
+    assert.equal(k.code, 0);
+    assert.equal(k.stderr, '');
   });
 
   it('operational failures: exit 1 with a message of ours, not an internal error', () => {

@@ -4,7 +4,7 @@
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { inject, type JsonObject } from '../../src/k8s/inject.ts';
+import { inject, NO_KEYRING_WARNING, type JsonObject } from '../../src/k8s/inject.ts';
 import { injectorOptions } from '../../src/k8s/options.ts';
 import { applyAnnotations, BUILT_IN_DEFAULTS, canonicalCidrs, canonicalPorts } from '../../src/k8s/settings.ts';
 import { testOptions } from './helpers/options.ts';
@@ -197,5 +197,91 @@ describe('the dpg-proxy environment (issue 16 classes 7 and 9)', () => {
     const b = inject(template, strict!);
     assert.ok(a.outcome === 'injected' && b.outcome === 'injected');
     assert.notEqual(a.status.configHash, b.status.configHash);
+  });
+});
+
+describe('observability: default container, scrape annotations, admin port (issue 18 item 5)', () => {
+  const locked = (name: string) => ({ name, image: 'i', securityContext: { capabilities: { drop: ['ALL'] } } });
+  const injected = (template: JsonObject) => {
+    const r = inject(template, options);
+    assert.equal(r.outcome, 'injected', r.outcome === 'refused' ? r.problems.join() : '');
+    return r.template as { metadata: { annotations: Record<string, string> }; spec: { initContainers: JsonObject[]; containers: JsonObject[] } };
+  };
+  const ours = (a: Record<string, string>) => Object.keys(a).filter((k) => k !== 'dpg.io/status' && k !== 'dpg.io/notes').sort();
+
+  it('names the first app container as kubectl’s default and adds the three scrape annotations', () => {
+    const t = injected(pod({ initContainers: [locked('migrate')], containers: [locked('web'), locked('worker')] }));
+    const a = t.metadata.annotations;
+    assert.equal(a['kubectl.kubernetes.io/default-container'], 'web');
+    assert.equal(a['prometheus.io/scrape'], 'true');
+    assert.equal(a['prometheus.io/port'], '15020');
+    assert.equal(a['prometheus.io/path'], '/metrics');
+    assert.deepEqual(JSON.parse(a['dpg.io/status']!).annotations, ['kubectl.kubernetes.io/default-container', 'prometheus.io/scrape', 'prometheus.io/port', 'prometheus.io/path']);
+  });
+
+  it('the legacy layout (gateway first in containers) still names the app container', () => {
+    const t = injected(pod({ containers: [locked('web')] }, { 'dpg.io/native-sidecar': 'false' }));
+    assert.equal(t.spec.containers[0]!.name, 'dpg-proxy');
+    assert.equal(t.metadata.annotations['kubectl.kubernetes.io/default-container'], 'web');
+  });
+
+  it('a default container the user set is kept; any prometheus.io annotation keeps all of ours out', () => {
+    const t = injected(pod({ containers: [locked('web'), locked('worker')] }, { 'kubectl.kubernetes.io/default-container': 'worker', 'prometheus.io/port': '9090' }));
+    const a = t.metadata.annotations;
+    assert.equal(a['kubectl.kubernetes.io/default-container'], 'worker');
+    assert.equal(a['prometheus.io/port'], '9090');
+    assert.equal('prometheus.io/scrape' in a, false);
+    assert.equal('prometheus.io/path' in a, false);
+    assert.equal(JSON.parse(a['dpg.io/status']!).annotations.length, 0);
+  });
+
+  it('re-injection is idempotent and takes out only the annotations it added', () => {
+    const once = injected(pod({ containers: [locked('web')] }, { team: 'a' }));
+    const twice = injected(once as unknown as JsonObject);
+    assert.deepEqual(twice, once);
+    // The user renames the app container: the default follows, the old one does not linger.
+    const renamed = structuredClone(once) as unknown as { spec: { containers: JsonObject[] } };
+    renamed.spec.containers[0]!.name = 'api';
+    assert.equal(injected(renamed as unknown as JsonObject).metadata.annotations['kubectl.kubernetes.io/default-container'], 'api');
+    assert.deepEqual(ours(once.metadata.annotations), ['kubectl.kubernetes.io/default-container', 'prometheus.io/path', 'prometheus.io/port', 'prometheus.io/scrape', 'team']);
+  });
+
+  it('a forged status cannot remove the user’s other annotations', () => {
+    const forged = JSON.stringify({ version: '9', configHash: 'x', captureMode: 'transparent', nativeSidecar: true, initContainers: [], containers: [], volumes: [], env: {}, trustMounts: [], annotations: ['team', 'prometheus.io/port'] });
+    const a = injected(pod({ containers: [locked('web')] }, { 'dpg.io/status': forged, team: 'a', 'prometheus.io/port': '9090' })).metadata.annotations;
+    assert.equal(a.team, 'a');
+    // prometheus.io/port is a key injection may add, so a status listing it takes it out: the scrape set is then ours.
+    assert.equal(a['prometheus.io/port'], '15020');
+  });
+
+  it('dpg-proxy listens for the admin port on the pod IP and declares it as dpg-admin', () => {
+    const proxy = injected(pod({ containers: [locked('web')] })).spec.initContainers.find((c) => c.name === 'dpg-proxy')!;
+    const env = Object.fromEntries((proxy.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
+    assert.equal(env.DPG_ADMIN_ADDR, '0.0.0.0:15020');
+    assert.deepEqual(proxy.ports, [{ name: 'dpg-admin', containerPort: 15020, protocol: 'TCP' }]);
+  });
+});
+
+describe('safe key defaults: a pod without a keyring Secret is warned about (issue 18 item 6)', () => {
+  const locked = { name: 'web', image: 'i', securityContext: { capabilities: { drop: ['ALL'] } } };
+  const warningsOf = (annotations?: Record<string, string>, o = options) => {
+    const r = inject(pod({ containers: [locked] }, annotations), o);
+    assert.equal(r.outcome, 'injected');
+    return r.outcome === 'injected' ? r.warnings : [];
+  };
+
+  it('no dpg.io/keyring: one warning that says what goes wrong, and that the config was not read', () => {
+    assert.deepEqual(warningsOf(), [NO_KEYRING_WARNING]);
+    assert.match(NO_KEYRING_WARNING, /replicas would not share keys/);
+    assert.match(NO_KEYRING_WARNING, /could not be reconstructed/);
+    assert.match(NO_KEYRING_WARNING, /without reading the config/);
+  });
+
+  it('dpg.io/keyring on the pod, or as the injector default: no warning, and the warning is never written into the pod', () => {
+    assert.deepEqual(warningsOf({ 'dpg.io/keyring': 'shop-keyring' }), []);
+    const { options: keyed } = injectorOptions({ image: 'dpg:test', defaults: ['dpg.io/keyring=platform'] }, '0.0.0-test');
+    assert.deepEqual(warningsOf(undefined, keyed!), []);
+    const r = inject(pod({ containers: [locked] }), options);
+    assert.equal(JSON.stringify(r.template).includes('keyring'), false);
   });
 });

@@ -15,6 +15,7 @@ import { Writable } from 'node:stream';
 import { parse } from 'yaml';
 import jsonpatch from 'fast-json-patch';
 import { startWebhook, type WebhookServer } from '../../src/k8s/webhook-server.ts';
+import { NO_KEYRING_WARNING } from '../../src/k8s/inject.ts';
 import { syncFiles } from '../../src/k8s/webhook-certs-sync.ts';
 import { planCertificates } from '../../src/k8s/webhook-certs.ts';
 import { createLogger } from '../../src/core/logger.ts';
@@ -143,9 +144,24 @@ describe('dpg webhook over HTTPS', () => {
     assert.deepEqual(r.json.response, { uid: fixture('kube-system.json').request.uid, allowed: true });
   });
 
-  it('an already injected pod: allowed, no patch', async () => {
+  it('an already injected pod: allowed, no patch (still warned: it has no keyring Secret)', async () => {
     const r = await review('already-injected.json');
-    assert.deepEqual(r.json.response, { uid: fixture('already-injected.json').request.uid, allowed: true });
+    assert.deepEqual(r.json.response, { uid: fixture('already-injected.json').request.uid, allowed: true, warnings: [`dpg: ${NO_KEYRING_WARNING}`] });
+  });
+
+  it('a pod without a keyring Secret is injected with an admission warning, first; one with dpg.io/keyring without it', async () => {
+    const bare = await review('pod-create.json');
+    assert.equal(bare.json.response.allowed, true);
+    assert.ok(bare.json.response.patch);
+    const said: string[] = bare.json.response.warnings;
+    assert.equal(said[0], `dpg: ${NO_KEYRING_WARNING}`);
+    assert.match(said[0]!, /replicas would not share keys and reversible data .* could not be reconstructed/);
+    assert.ok(said[0]!.length <= 200, 'not cut by the API server');
+    const body = fixture('pod-create.json');
+    body.request.object.metadata.annotations = { 'dpg.io/keyring': 'shop-keyring' };
+    const keyed = await call('/mutate', JSON.stringify(body));
+    assert.ok(keyed.json.response.patch);
+    assert.equal((keyed.json.response.warnings ?? []).some((w: string) => /keyring/.test(w)), false);
   });
 
   it('not a pod creation (an UPDATE): allowed, untouched', async () => {

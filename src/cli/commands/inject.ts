@@ -51,7 +51,8 @@ export const injectCommand: Command = {
   usage: `dpg inject -f FILE|- [--image IMAGE] [--image-pull-policy POLICY] [--default dpg.io/NAME=VALUE]... [--check]
     Writes the stream with every Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job and CronJob
     injected (other kinds unchanged); notes go to stderr. --check writes nothing and exits 1 when any
-    workload is not injected as this version would inject it. See docs/kubernetes.md.`,
+    workload is not injected as this version would inject it; a pod without a keyring Secret
+    (dpg.io/keyring) gets a warning line on stderr, which does not change the exit code. See docs/kubernetes.md.`,
   options: flags,
   async run(args, io) {
     const { values, positionals } = parseFlags(args, flags);
@@ -73,6 +74,8 @@ export const injectCommand: Command = {
     if (values.check) {
       const { ok, reports } = k8s.checkStream(text, options);
       for (const r of reports) {
+        // Not a failure: the pod is as this version would inject it, with a risk worth knowing.
+        for (const w of r.warnings ?? []) io.stderr.write(`document ${r.document} ${r.object}: warning: ${w}\n`);
         if (r.outcome === 'unchanged' || r.outcome === 'passed-through') continue;
         const why = r.outcome === 'injected' ? 'not injected as this version would inject it (run dpg inject)' : r.outcome;
         const details = r.outcome === 'injected' ? [] : r.messages;
