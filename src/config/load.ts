@@ -101,14 +101,16 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   if (!top) root.problem('the config file is empty');
   const sec = (name: (typeof SECTIONS)[number]): YamlValue | undefined => (top && top[name].present ? top[name] : undefined);
 
-  const envAddr = (name: string): ListenAddress | undefined => {
+  /** An address variable: `host:port`, or (for listeners that can be turned off) `off`; undefined when unset. */
+  const envListen = (name: string, example: string, offAllowed: boolean): ListenAddress | 'off' | undefined => {
     const v = env[name];
     if (v === undefined || v === '') return undefined;
-    if (name === 'DPG_PROXY_ADDR' && v.trim() === 'off') return undefined; // read by proxy(): no forward listener
+    if (offAllowed && v.trim().toLowerCase() === 'off') return 'off';
     const addr = parseListenAddress(v);
-    if (!addr) envProblems.push({ file: `environment ${name}`, message: 'must be host:port (e.g. 127.0.0.1:8080)' });
+    if (!addr) envProblems.push({ file: `environment ${name}`, message: `must be host:port (e.g. ${example})${offAllowed ? ' or off' : ''}` });
     return addr;
   };
+  const envAddr = (name: string): ListenAddress | undefined => envListen(name, '127.0.0.1:8080', false) as ListenAddress | undefined;
 
   const dataDir = env.DPG_DATA_DIR ? resolve(cwd, env.DPG_DATA_DIR) : resolve(base, DEFAULT_DATA_DIR_NAME);
   const http = r.http(sec('http'), envAddr('DPG_HTTP_ADDR'));
@@ -116,10 +118,12 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const identity = r.identity(sec('identity'), dataDir);
   const keys = r.keys(sec('keys'));
   const manifests = r.manifests(top?.manifests);
-  const proxy = r.proxy(sec('proxy'), envAddr('DPG_PROXY_ADDR'), envAddr('DPG_TRANSPARENT_ADDR'), envInspect(env.DPG_TRANSPARENT_INSPECT, envProblems), env.DPG_PROXY_ADDR?.trim() === 'off');
+  // DPG_PROXY_ADDR=off: no forward listener (an injected pod in capture mode).
+  const proxyEnv = envListen('DPG_PROXY_ADDR', '127.0.0.1:8080', true);
+  const proxy = r.proxy(sec('proxy'), proxyEnv === 'off' ? undefined : proxyEnv, envAddr('DPG_TRANSPARENT_ADDR'), envInspect(env.DPG_TRANSPARENT_INSPECT, envProblems), proxyEnv === 'off');
   const limits = r.limits(sec('limits'));
   const logging = r.logging(sec('logging'), env.DPG_LOG_LEVEL);
-  const admin = r.admin(sec('admin'), adminFromEnv(env.DPG_ADMIN_ADDR, envProblems));
+  const admin = r.admin(sec('admin'), envListen('DPG_ADMIN_ADDR', '127.0.0.1:15020', true));
 
   const problems = [...sink.problems, ...envProblems];
   if (problems.length > 0 || !manifests) return { problems };
@@ -127,18 +131,6 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
     config: { file, dataDir, http, grpc, identity, keys, manifests, proxy, limits, logging, ...(admin ? { admin } : {}) },
     problems: [],
   };
-}
-
-/**
- * DPG_ADMIN_ADDR: `host:port` turns the admin listener on there, `off` turns it off; either wins
- * over the file. undefined: not set (the file decides).
- */
-function adminFromEnv(value: string | undefined, problems: ConfigProblem[]): ListenAddress | 'off' | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (value.trim().toLowerCase() === 'off') return 'off';
-  const addr = parseListenAddress(value);
-  if (!addr) problems.push({ file: 'environment DPG_ADMIN_ADDR', message: 'must be host:port (e.g. 127.0.0.1:15020) or off' });
-  return addr;
 }
 
 /** Loads or throws ConfigError listing every problem. */

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { freePort } from '../helpers/free-port.ts';
 
 const BIN = resolve('bin/dpg.js');
 const MANIFESTS = resolve('config/manifests');
@@ -19,15 +20,6 @@ const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 function dpg(args: string[], env: Record<string, string>) {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, DPG_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => res(port));
-    });
-  });
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { describe, it, after } from 'node:test';
 import { CA_CERT_FILE, CA_KEY_FILE, loadOrCreateCa } from '../../src/crypto/gateway-ca.ts';
 import { readableCopy } from '../helpers/readable-copy.ts';
+import { freePort } from '../helpers/free-port.ts';
 
 const BIN = resolve('bin/dpg.js');
 const CONFIG = resolve('config/gateway.yaml');
@@ -31,15 +32,6 @@ function dpg(args: string[], options: { input?: string; env?: Record<string, str
     timeout: 60_000,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => res(port));
-    });
-  });
 }
 
 function exited(child: ChildProcess): Promise<number | null> {

@@ -8,10 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readableCopy } from '../helpers/readable-copy.ts';
+import { freePort } from '../helpers/free-port.ts';
 
 const ROOT = resolve(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -43,15 +43,6 @@ function commandsOf(block: string): { command: string; expected: string | undefi
     }
   }
   return out;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => res(port));
-    });
-  });
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'dpg-readme-'));

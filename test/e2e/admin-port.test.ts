@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { dpgSync, keyringDocument, MANIFESTS, startGateway, type GatewayProcess } from './gateway-process.ts';
 import { startRecordingUpstream } from './serve-process.ts';
+import { freePort } from '../helpers/free-port.ts';
 
 const dirs: string[] = [];
 const running: GatewayProcess[] = [];
@@ -22,15 +23,6 @@ after(async () => {
 });
 
 const KEYRING = keyringDocument([{ id: 'default', materials: [randomBytes(32).toString('base64')] }]);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A sidecar-profile config (HTTP and gRPC off, keys from DPG_KEYRING) with `extra` appended. */
 function config(extra: string, proxy = '  listen: 127.0.0.1:0\n'): { file: string; env: Record<string, string> } {
