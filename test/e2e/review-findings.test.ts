@@ -49,9 +49,9 @@ async function viaProxy(path: string, contentType: string, body: string, headers
   return [res.statusCode, received[0]?.body, text];
 }
 
-/** Log lines after index `from` that pass `keep`, once there are `count` of them (or after 2 s). */
+/** Log lines after index `from` that pass `keep`, once there are `count` of them (or after 10 s: a watchdog, it returns as soon as they are there). */
 async function linesFrom(from: number, keep: (line: string) => boolean, count: number): Promise<string[]> {
-  const end = Date.now() + 2000;
+  const end = Date.now() + 10_000;
   for (;;) {
     const lines = serve.logs.slice(from).filter(keep);
     if (lines.length >= count || Date.now() > end) return lines;

@@ -172,10 +172,10 @@ async function shortageScenario(
 
     // Room for the probe again (the proxy closes its ends of the connections the test closes).
     for (const s of held.splice(0, 4)) s.destroy();
-    const first = await until(() => readyz(child.port), 3000, `${label}: /readyz answered`);
+    const first = await until(() => readyz(child.port), 15_000, `${label}: /readyz answered`);
     assert.equal(first.status, 503, `${label}: not ready after a descriptor shortage`);
     assert.match(first.body.toString(), /starting/);
-    await until(async () => ((await readyz(child.port))?.status === 200 ? true : undefined), 8000, `${label}: ready again`);
+    await until(async () => ((await readyz(child.port))?.status === 200 ? true : undefined), 30_000, `${label}: ready again`);
 
     // And it works again: a routed request arrives protected.
     for (const s of held) s.destroy();
@@ -185,7 +185,7 @@ async function shortageScenario(
         const r = await answer(child.port, rawPost(`http://127.0.0.1:${routed.port}/x`, 'x', BODY));
         return r?.status === 200 ? r : undefined;
       },
-      3000,
+      15_000,
       `${label}: a routed request after recovery`,
     );
     assert.equal(res.status, 200, `${label}: ${res.body.toString()}`);
@@ -263,7 +263,7 @@ describe('readiness while route host names are looked up', () => {
 
       // A failed lookup also ends the first round (a DNS failure must not keep the proxy unready).
       pending.get('api.b.test')!.reject(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }));
-      await until(async () => (p.proxy.ready() ? true : undefined), 2000, 'ready');
+      await until(async () => (p.proxy.ready() ? true : undefined), 10_000, 'ready');
       assert.equal(p.proxy.notReadyReason(), undefined);
       assert.equal((await readyz(p.proxy.address.port))?.status, 200);
       assert.match(p.logText(), /a route host name could not be resolved/);

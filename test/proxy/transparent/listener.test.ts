@@ -208,7 +208,8 @@ describe('transparent listener (loopback, injected original destinations)', () =
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();
     await tp3.close();
-    assert.ok(Date.now() - started < 1500, `closed in ${Date.now() - started} ms`);
+    // At once, not after the 10 s grace period: half of it tells the two apart on any machine.
+    assert.ok(Date.now() - started < 5000, `closed in ${Date.now() - started} ms`);
     silent.destroy();
     spliced.destroy();
   });
