@@ -23,10 +23,13 @@ export interface LoadSpec {
   readonly measureMs: number;
   /** Keep-alive connections of the pool. */
   readonly connections?: number;
+  /** Extra request headers (e.g. the origin's Host when `path` is absolute-form, through a forward proxy). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
   const pool = new Pool(spec.origin, { connections: spec.connections ?? 64, pipelining: 1, keepAliveTimeout: 60_000 });
+  const headers = { 'content-type': 'application/json', ...spec.headers };
   const latencies: number[] = [];
   let errors = 0;
   let maxAtMs = 0;
@@ -34,7 +37,7 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
   const send = async (record: boolean): Promise<void> => {
     const sentAt = performance.now();
     try {
-      const res = await pool.request({ path: spec.path, method: 'POST', headers: { 'content-type': 'application/json' }, body: spec.body });
+      const res = await pool.request({ path: spec.path, method: 'POST', headers, body: spec.body });
       await res.body.dump();
       if (res.statusCode !== 200) errors++;
     } catch {

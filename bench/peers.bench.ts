@@ -1,0 +1,346 @@
+// The peer table: dpg beside nginx (a pass-through reverse proxy) and mitmproxy (with a masking
+// addon, bench/peers/mitm_mask.py) on one 1 KB JSON workload, in one run, so the machine's drift
+// hits every row alike. Each peer runs as its own process, started from nothing:
+//
+//   - added p50/p99 at 1,000 req/s (open-loop, bench/open-loop.ts), against direct calls to the upstream;
+//   - max req/s: 32 keep-alive connections sending back to back for a few seconds;
+//   - CPU seconds per 10,000 requests, from /proc (utime + stime of the peer's process tree) over
+//     the 1,000 req/s runs;
+//   - idle RSS one second after the peer first answered, before any load (process tree);
+//   - start time: spawn to the first request answered through it.
+//
+// dpg runs as `dpg serve` from the build (bin/dpg.js) with its forward proxy (routed Mask and
+// pass-through) and a reverse listener. The bench installs nothing: a missing peer is named with
+// the package that provides it.
+//
+//   npm run bench -- peers                  (about two minutes; PEERS_BENCH_MS, PEERS_BENCH_ROUNDS)
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SELF = fileURLToPath(import.meta.url);
+const MEASURE_MS = Number(process.env.PEERS_BENCH_MS ?? 3000);
+const ROUNDS = Number(process.env.PEERS_BENCH_ROUNDS ?? 3);
+const RATE = 1000;
+const WARMUP_MS = 500;
+const MAX_CONNECTIONS = 32;
+const MAX_MS = 3000;
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+// ---- the upstream (a child process: its CPU is not the peers') ----------------------------------
+
+function serveUpstream(): void {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11 });
+      res.end('{"ok":true}');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
+}
+
+function startUpstream(): Promise<{ child: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', new URL('../scripts/ts-loader.mjs', import.meta.url).href, SELF, 'serve-upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /\{"port":(\d+)\}/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]) });
+    });
+    child.once('exit', (c) => reject(new Error(`upstream exited with ${c}`)));
+  });
+}
+
+// ---- /proc: CPU and RSS of a process tree -------------------------------------------------------
+
+function treeOf(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // Fields after the command (which may hold spaces) start after the last ')'.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parents.set(Number(name), Number(rest[1]));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parents) if (ppid === tree[i]) tree.push(pid);
+  return tree;
+}
+
+/** CPU seconds (user + system) used so far by the tree under `root`. */
+function cpuSeconds(root: number): number {
+  let ticks = 0;
+  for (const pid of treeOf(root)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(rest[11]) + Number(rest[12]);
+    } catch {
+      // gone
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+function rssMb(root: number): number {
+  let kb = 0;
+  for (const pid of treeOf(root)) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch {
+      // gone
+    }
+  }
+  return kb / 1024;
+}
+
+// ---- the peers ----------------------------------------------------------------------------------
+
+interface Target {
+  /** Row name in the table. */
+  readonly name: string;
+  readonly origin: string;
+  readonly path: string;
+  readonly headers?: Record<string, string>;
+}
+
+interface Peer {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly startMs: number;
+  readonly idleRssMb: number;
+  readonly targets: readonly Target[];
+  readonly dir: string;
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function answers(target: Target, body: string): Promise<boolean> {
+  const pool = new Pool(target.origin, { connections: 1 });
+  try {
+    const r = await pool.request({ path: target.path, method: 'POST', headers: { 'content-type': 'application/json', ...target.headers }, body });
+    await r.body.dump();
+    return r.statusCode === 200;
+  } catch {
+    return false;
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Spawns a peer and times it until `first` answers through it; then one idle second for its RSS. */
+async function launch(name: string, dir: string, command: string, args: string[], env: NodeJS.ProcessEnv, targets: Target[], body: string): Promise<Peer> {
+  const startedAt = performance.now();
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${stderr.slice(0, 500)}`);
+    if (await answers(targets[0], body)) break;
+    if (performance.now() - startedAt > 30_000) throw new Error(`${name} did not answer within 30 s: ${stderr.slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const startMs = performance.now() - startedAt;
+  await new Promise((r) => setTimeout(r, 1000));
+  return { name, child, startMs, idleRssMb: rssMb(child.pid!), targets, dir };
+}
+
+function missing(command: string, pkg: string): string | undefined {
+  const probe = spawnSync(command, ['--version'], { encoding: 'utf8' });
+  return probe.error ? `${command} not found: apt-get update && apt-get install -y ${pkg}` : undefined;
+}
+
+async function startNginx(upstreamPort: number, body: string): Promise<Peer> {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-nginx-'));
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream up { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+`,
+  );
+  const target = { name: 'nginx 1.22 reverse proxy, pass-through', origin: `http://127.0.0.1:${port}`, path: '/pass/x' };
+  return launch('nginx', dir, 'nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], {}, [target], body);
+}
+
+async function startMitmproxy(upstreamPort: number, body: string): Promise<Peer> {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-mitm-'));
+  const port = await freePort();
+  const target = { name: 'mitmproxy 8 reverse + Mask addon', origin: `http://127.0.0.1:${port}`, path: '/protect/x' };
+  const args = ['--mode', `reverse:http://127.0.0.1:${upstreamPort}`, '--listen-host', '127.0.0.1', '--listen-port', String(port), '-q', '-s', join(ROOT, 'bench/peers/mitm_mask.py'), '--set', `confdir=${dir}`];
+  return launch('mitmproxy', dir, 'mitmdump', args, {}, [target], body);
+}
+
+async function startDpg(upstreamPort: number, body: string): Promise<Peer> {
+  const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-dpg-'));
+  const [http, grpc, proxy, reverse] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const routes = `
+    - name: bench-mask
+      match: { host: 127.0.0.1, port: ${upstreamPort}, methods: [POST], path: "/protect/**", contentType: application/json }
+      request: { manifest: customer, jobType: Mask }
+      onError: reject
+      maxBodyBytes: 1048576`;
+  const reverseListeners = `
+    - listen: 127.0.0.1:${reverse}
+      upstream: http://127.0.0.1:${upstreamPort}`;
+  const config = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8')
+    .replace('listen: 127.0.0.1:8080', `listen: 127.0.0.1:${http}`)
+    .replace('listen: 127.0.0.1:9090', `listen: 127.0.0.1:${grpc}`)
+    .replace('listen: 127.0.0.1:15001', `listen: 127.0.0.1:${proxy}`)
+    .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
+    .replace('routes: []                      # see docs/proxy.md\n  reverse: []', `routes:${routes}\n  reverse:${reverseListeners}`);
+  writeFileSync(join(dir, 'gateway.yaml'), config);
+  const viaProxy = { origin: `http://127.0.0.1:${proxy}`, headers: { host: `127.0.0.1:${upstreamPort}` } };
+  const targets: Target[] = [
+    { name: 'dpg forward proxy + Mask', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/protect/x` },
+    { name: 'dpg forward proxy, pass-through', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/pass/x` },
+    { name: 'dpg reverse listener + Mask', origin: `http://127.0.0.1:${reverse}`, path: '/protect/x' },
+  ];
+  // The gateway as shipped: `dpg serve`, JSON log lines to stdout (here /dev/null), default log level.
+  return launch('dpg', dir, process.execPath, ['bin/dpg.js', 'serve', '--config', join(dir, 'gateway.yaml')], { DPG_DATA_DIR: join(dir, 'data'), NODE_ENV: 'test' }, targets, body);
+}
+
+// ---- load ---------------------------------------------------------------------------------------
+
+/** Closed loop: MAX_CONNECTIONS connections sending back to back; completed 200s per second. */
+async function maxRate(target: Target, body: string): Promise<{ rps: number; errors: number }> {
+  const pool = new Pool(target.origin, { connections: MAX_CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 });
+  const headers = { 'content-type': 'application/json', ...target.headers };
+  let done = 0;
+  let errors = 0;
+  const warmEnd = performance.now() + WARMUP_MS;
+  let measureStart = 0;
+  const end = warmEnd + MAX_MS;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      try {
+        const r = await pool.request({ path: target.path, method: 'POST', headers, body });
+        await r.body.dump();
+        if (performance.now() >= warmEnd) {
+          if (measureStart === 0) measureStart = performance.now();
+          if (r.statusCode === 200) done++;
+          else errors++;
+        }
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: MAX_CONNECTIONS }, worker));
+  await pool.close();
+  return { rps: done / ((performance.now() - measureStart) / 1000), errors };
+}
+
+interface Row {
+  readonly target: Target;
+  readonly peer?: Peer;
+  latency: Percentiles[];
+  cpu: number;
+  requests: number;
+  max?: { rps: number; errors: number };
+}
+
+async function main(): Promise<void> {
+  const body = oneKilobyteJson();
+  const absent = [missing('nginx', 'nginx-light'), missing('mitmdump', 'mitmproxy')].filter((m) => m !== undefined);
+  if (spawnSync(process.execPath, ['-e', 'require("fs").accessSync("dist/cli.js")'], { cwd: ROOT }).status !== 0) {
+    throw new Error('dist/ is missing: run `npm run build` first');
+  }
+  const upstream = await startUpstream();
+  const peers: Peer[] = [];
+  peers.push(await startDpg(upstream.port, body));
+  if (!missing('nginx', 'nginx-light')) peers.push(await startNginx(upstream.port, body));
+  if (!missing('mitmdump', 'mitmproxy')) peers.push(await startMitmproxy(upstream.port, body));
+  for (const line of absent) console.log(`peer skipped: ${line}`);
+
+  const direct: Target = { name: 'direct to upstream (baseline)', origin: `http://127.0.0.1:${upstream.port}`, path: '/protect/x' };
+  const rows: Row[] = [{ target: direct, latency: [], cpu: 0, requests: 0 }];
+  for (const peer of peers) for (const target of peer.targets) rows.push({ target, peer, latency: [], cpu: 0, requests: 0 });
+
+  const load = (row: Row, ms: number): Promise<Percentiles> =>
+    constantRate({ origin: row.target.origin, path: row.target.path, headers: row.target.headers, rate: RATE, body, warmupMs: WARMUP_MS, measureMs: ms });
+  console.log(`peers bench: 1 KB JSON POST; ${RATE} req/s open-loop, median of ${ROUNDS} interleaved rounds of ${MEASURE_MS / 1000} s; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  for (const row of rows) await load(row, 1000); // first traffic compiles the hot paths: not recorded
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const row of rows) {
+      const pid = row.peer?.child.pid ?? upstream.child.pid!;
+      const before = cpuSeconds(pid);
+      const r = await load(row, MEASURE_MS);
+      row.cpu += cpuSeconds(pid) - before;
+      row.requests += (RATE * (WARMUP_MS + MEASURE_MS)) / 1000;
+      row.latency.push(r);
+    }
+  }
+  for (const row of rows) row.max = await maxRate(row.target, body);
+
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const base = { p50: median(rows[0].latency.map((r) => r.p50)), p99: median(rows[0].latency.map((r) => r.p99)) };
+  console.log(`\nload average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log('\n| peer | added p50 @1k/s | added p99 @1k/s | max req/s (32 conns) | CPU s / 10k req | idle RSS | start to first answer | errors |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const row of rows) {
+    const p50 = median(row.latency.map((r) => r.p50));
+    const p99 = median(row.latency.map((r) => r.p99));
+    const errors = row.latency.reduce((a, r) => a + r.errors, 0) + (row.max?.errors ?? 0);
+    const isBase = row === rows[0];
+    const cells = [
+      row.target.name,
+      isBase ? `p50 ${p50.toFixed(2)} ms` : `+${(p50 - base.p50).toFixed(2)} ms`,
+      isBase ? `p99 ${p99.toFixed(2)} ms` : `+${(p99 - base.p99).toFixed(2)} ms`,
+      (row.max?.rps ?? 0).toFixed(0),
+      isBase ? `${((row.cpu / row.requests) * 10_000).toFixed(2)} (upstream)` : ((row.cpu / row.requests) * 10_000).toFixed(2),
+      row.peer ? `${row.peer.idleRssMb.toFixed(1)} MB` : '',
+      row.peer ? `${row.peer.startMs.toFixed(0)} ms` : '',
+      String(errors),
+    ];
+    console.log(`| ${cells.join(' | ')} |`);
+  }
+  console.log('\nCPU for dpg rows is its one process; a dpg row\'s idle RSS and start time are the process\'s (shared by its three rows).');
+
+  for (const c of [upstream.child, ...peers.map((p) => p.child)]) {
+    await new Promise((r) => {
+      if (c.exitCode !== null) return r(undefined);
+      c.once('exit', r);
+      c.kill('SIGTERM');
+    });
+  }
+  for (const p of peers) rmSync(p.dir, { recursive: true, force: true });
+}
+
+if (process.argv[2] === 'serve-upstream') serveUpstream();
+else await main();
