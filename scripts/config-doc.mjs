@@ -1,0 +1,1 @@
+export function configurationDoc() { return 'TODO\n'; }
