@@ -61,10 +61,10 @@ function dropNulls(value: unknown): unknown {
 export function checkAgainstSchema(validate: SchemaValidator, schema: Schema, data: unknown, root: YamlNode | null | undefined, sink: ProblemSink): Set<string> {
   const flagged = new Set<string>();
   if (validate(data)) return flagged;
-  const errors = relevant(validate.errors ?? [], schema);
+  const errors = relevant(validate.errors ?? [], schema, data);
   const seen = new Set<string>();
   for (const err of errors) {
-    const segments = err.instancePath === '' ? [] : err.instancePath.slice(1).split('/').map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const segments = segmentsOf(err.instancePath);
     const at = walk(root, segments);
     let node = at.node;
     let path = pathText(segments);
@@ -87,6 +87,11 @@ export function checkAgainstSchema(validate: SchemaValidator, schema: Schema, da
         break;
       }
       case 'type': {
+        // A mapping's own message speaks of its content, not of its type.
+        if (typeof here?.errorMessage === 'string' && here.properties === undefined) {
+          message = here.errorMessage;
+          break;
+        }
         const value = valueAt(data, segments);
         const wanted = String(err.params.type).split(',');
         message = wanted.includes('integer') && typeof value !== 'number' ? 'must be a number' : `must be ${wanted.map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
@@ -105,18 +110,53 @@ export function checkAgainstSchema(validate: SchemaValidator, schema: Schema, da
 }
 
 /**
- * Leaves out what only explains another error: the branches of a failed anyOf (its own message
- * says what is allowed) and the `if` of an if/then (its `then` error is the real one).
+ * Leaves out what only explains another error: the `if` of an if/then (its `then` error is the
+ * real one), and for a failed anyOf either the errors of the one branch whose type the value has
+ * (a mapping where "a list or a mapping" is allowed: what is wrong in the mapping), or else the
+ * anyOf's own message (it says what is allowed) instead of every branch's.
  */
-function relevant(errors: readonly SchemaError[], root: Schema): SchemaError[] {
-  const branches = errors
-    .filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf')
-    .map((a) => ({ at: a.instancePath, within: reachable(root, a.schema) }));
-  return errors.filter((e) => {
-    if (e.keyword === 'if') return false;
-    const inside = (at: string) => e.instancePath === at || e.instancePath.startsWith(`${at}/`);
-    return !branches.some((b) => inside(b.at) && b.within.has(JSON.stringify(e.parentSchema)));
-  });
+function relevant(errors: readonly SchemaError[], root: Schema, data: unknown): SchemaError[] {
+  const drop = new Set<SchemaError>();
+  for (const a of errors) {
+    if (a.keyword === 'if') drop.add(a);
+    if (a.keyword !== 'anyOf' && a.keyword !== 'oneOf') continue;
+    const value = valueAt(data, segmentsOf(a.instancePath));
+    const branches = (a.schema as unknown[]).map((b) => reachable(root, b));
+    const fitting = (a.schema as unknown[]).map((b, i) => (typesOf(root, b).has(jsonType(value)) || typesOf(root, b).has('any') ? i : -1)).filter((i) => i >= 0);
+    const inside = (e: SchemaError) => e !== a && (e.instancePath === a.instancePath || e.instancePath.startsWith(`${a.instancePath}/`));
+    for (const e of errors) {
+      if (!inside(e)) continue;
+      const from = branches.findIndex((b) => b.has(JSON.stringify(e.parentSchema)));
+      if (from === -1) continue;
+      if (fitting.length === 1 && fitting[0] === from) continue;
+      drop.add(e);
+    }
+    if (fitting.length === 1) drop.add(a);
+  }
+  return errors.filter((e) => !drop.has(e));
+}
+
+function jsonType(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  if (v === null) return 'null';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v === 'object' ? 'object' : typeof v;
+}
+
+/** The JSON types a schema can accept ('any' when it does not say). */
+function typesOf(root: Schema, s: unknown): Set<string> {
+  let schema = s as Schema;
+  if (typeof schema?.$ref === 'string') schema = schemaAt(root, `${schema.$ref}/x`, 1) ?? {};
+  if (typeof schema.type === 'string') return new Set(schema.type === 'number' ? ['number', 'integer'] : [schema.type]);
+  if ('const' in schema) return new Set([jsonType(schema.const)]);
+  if (Array.isArray(schema.enum)) return new Set(schema.enum.map(jsonType));
+  const branches = (schema.anyOf ?? schema.oneOf) as unknown[] | undefined;
+  if (branches) return new Set(branches.flatMap((b) => [...typesOf(root, b)]));
+  return new Set(['any']);
+}
+
+function segmentsOf(instancePath: string): string[] {
+  return instancePath === '' ? [] : instancePath.slice(1).split('/').map((x) => x.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
 /** Every subschema of `s`, following local $refs, as JSON text (the validator holds copies of the schema's objects). */
