@@ -125,6 +125,15 @@ describe('schema/', () => {
     assert.ok(problems.every((p) => !p.includes('secret-ish')));
   });
 
+  it('a __proto__ key is an unknown key like any other, and changes no prototype', () => {
+    const config = loadConfig({ file: withConfig('manifests: manifests\n__proto__: { polluted: 1 }\nhttp:\n  __proto__: { enabled: false }\n'), env: {} });
+    assert.deepEqual(config.problems.map((p) => `${p.line} ${p.path}`), ['2 __proto__', '4 http.__proto__']);
+    const manifest = parseManifestText('name: m\n__proto__: {x: 1}\nfields:\n  - match: a\n    __proto__: {y: 1}\n    Mask: {}\n', 'm.yaml');
+    assert.deepEqual(manifest.problems.map((p) => `${p.line} ${p.path}`), ['2 __proto__', '5 fields[0].__proto__']);
+    const empty = {} as Record<string, unknown>;
+    assert.equal(empty.polluted ?? empty.enabled ?? empty.x ?? empty.y, undefined);
+  });
+
   it('the schema and src/config/types.ts name the same keys (add a key to both)', () => {
     // Which schema mapping each interface of types.ts describes. Keys only one side has, on purpose:
     const DERIVED: Record<string, string[]> = {
