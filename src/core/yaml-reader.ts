@@ -93,8 +93,11 @@ export class YamlValue {
     return v;
   }
 
-  /** Entries of a map, in order, after checking that every key is one of `allowed`. */
-  entries(allowed?: readonly string[]): [string, YamlValue][] {
+  /**
+   * Entries of a map, in order, after checking that every key is one of `allowed` (unless
+   * `unknownKeys` is false: a schema has checked the keys, and other keys are left out quietly).
+   */
+  entries(allowed?: readonly string[], { unknownKeys = true } = {}): [string, YamlValue][] {
     if (!isMap(this.node)) {
       this.problem('must be a mapping');
       return [];
@@ -109,7 +112,7 @@ export class YamlValue {
       }
       const childPath = this.path ? `${this.path}.${key}` : key;
       if (allowed && !allowed.includes(key)) {
-        this.sink.add(keyNode, childPath, `unknown key (expected one of: ${allowed.join(', ')})`);
+        if (unknownKeys) this.sink.add(keyNode, childPath, `unknown key (expected one of: ${allowed.join(', ')})`);
         continue;
       }
       out.push([key, new YamlValue(pair.value as YamlNode | null, childPath, this.sink)]);
@@ -117,11 +120,11 @@ export class YamlValue {
     return out;
   }
 
-  /** A map's fields by name, checking unknown keys; absent fields are non-present YamlValues. */
-  fields<K extends string>(allowed: readonly K[]): Record<K, YamlValue> {
+  /** A map's fields by name, checking unknown keys (see entries()); absent fields are non-present YamlValues. */
+  fields<K extends string>(allowed: readonly K[], options: { unknownKeys?: boolean } = {}): Record<K, YamlValue> {
     const out = {} as Record<K, YamlValue>;
     for (const k of allowed) out[k] = new YamlValue(undefined, this.path ? `${this.path}.${k}` : k, this.sink);
-    for (const [k, v] of this.entries(allowed)) out[k as K] = v;
+    for (const [k, v] of this.entries(allowed, options)) out[k as K] = v;
     return out;
   }
 

@@ -1,9 +1,14 @@
-// Reads one manifest YAML file into a ManifestDef, collecting every problem with its line.
-// Techniques validate their own options here, once, so nothing is re-checked per request.
+// Reads one manifest YAML file into a ManifestDef, collecting every problem with its line. Shapes,
+// types and keys are checked against schema/manifest.schema.json (the schema editors use); this file
+// checks what the schema cannot say: names compared the way requests compare them (selected twice,
+// kinds in any letter case, phone regions), job-type gaps, Restrict/Keep words, and technique
+// options, which each technique validates itself, once, so nothing is re-checked per request.
 
 import { FORWARD_JOB_TYPES, REVERSE_OF, parseJobType, type ForwardJobType } from '../core/types.ts';
 import type { ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, parseYaml, type YamlValue, type ParsedYaml } from '../core/yaml-reader.ts';
+import { checkAgainstSchema, plainForSchema } from '../core/schema-problems.ts';
+import validateManifest, { schema as manifestSchema } from './manifest-schema.generated.js';
 import { techniqueFor, techniques } from '../techniques/registry.ts';
 import { TechniqueOptionError } from '../techniques/technique.ts';
 import { DETECT_KINDS, parseDetectKind, type DetectKind } from '../detect/kinds.ts';
@@ -21,6 +26,8 @@ const OVERRIDE_KEYS = ['if', ...FORWARD_JOB_TYPES] as const;
 const CONDITION_KEYS = ['countryCode', 'dataOwningCountryCode', 'crossBorder', 'thirdPartyId', 'dataUsageId', 'claims'] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const COUNTRY = /^[A-Z]{2}$/;
+/** The keys read here; the schema refuses any other (so no unknown-key check here). */
+const QUIET = { unknownKeys: false } as const;
 
 export interface ParseResult {
   readonly manifest?: ManifestDef;
@@ -41,20 +48,17 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
     root.problem('the manifest is empty');
     return { problems: sink.problems };
   }
-  const f = root.fields(MANIFEST_KEYS);
-  const name = f.name.present ? f.name.string() : f.name.problem('is required');
-  if (name !== undefined && !NAME.test(name)) {
-    f.name.problem('must be 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
-  }
+  const flagged = checkAgainstSchema(validateManifest, manifestSchema, plainForSchema(root.node), root.node, sink);
+  const schemaProblems = sink.problems.length;
+  if (!root.isMap()) return { problems: sink.problems };
+  const f = root.fields(MANIFEST_KEYS, QUIET);
+  const name = f.name.present ? f.name.string() : undefined;
   const description = f.description.present ? f.description.string() : undefined;
   const keyId = f.keyId.present ? f.keyId.string() : undefined;
   const fields: FieldDef[] = [];
-  if (!f.fields.present) f.fields.problem('is required: a list of field rules');
-  else {
-    const items = f.fields.items();
-    if (f.fields.isSeq() && items.length === 0) f.fields.problem('must list at least one field');
-    for (const item of items) {
-      const field = parseField(item);
+  if (f.fields.isSeq()) {
+    for (const item of f.fields.items()) {
+      const field = item.isMap() ? parseField(item) : undefined;
       if (field) fields.push(field);
     }
   }
@@ -62,6 +66,9 @@ function fromParsed({ root, sink }: ParsedYaml, file: string): ParseResult {
   const strict = f.strict.present ? f.strict.boolean() : undefined;
   const detect = f.detect.present ? parseDetect(f.detect) : undefined;
   checkDetectedKinds(fields, detect, f.detect.present ? f.detect : root);
+  // What the schema found wrong is said once: a check here that reads the same value again is quiet.
+  const own = sink.problems.splice(schemaProblems).filter((p) => !isUnder(p.path, flagged));
+  sink.problems.push(...own);
   const gaps = findGaps(fields, file);
   // Strict manifests refuse a job type that leaves in clear what another protects.
   if (strict === true) sink.problems.push(...gaps);
@@ -76,13 +83,13 @@ function parseDetect(v: YamlValue): DetectDef | undefined {
   let phoneRegions: string[] = [];
   let base64 = false;
   if (v.isMap()) {
-    const d = v.fields(DETECT_KEYS);
-    if (!d.kinds.present) return v.problem('needs `kinds`: the kinds to detect');
+    const d = v.fields(DETECT_KEYS, QUIET);
+    if (!d.kinds.present) return undefined;
     kindsValue = d.kinds;
     if (d.inText.present) inText = d.inText.boolean() ?? true;
     if (d.phoneRegions.present) phoneRegions = parsePhoneRegions(d.phoneRegions);
     if (d.base64.present) base64 = d.base64.boolean() ?? false;
-  } else if (!v.isSeq()) return v.problem(`must be a list of kinds (${DETECT_KINDS.join(', ')}) or a mapping with \`kinds\``);
+  } else if (!v.isSeq()) return undefined;
   const kinds: DetectKind[] = [];
   for (const item of kindsValue.items()) {
     const kind = readKind(item);
@@ -96,7 +103,7 @@ function parseDetect(v: YamlValue): DetectDef | undefined {
 
 /** `phoneRegions: [DE, FR]`: ISO 3166 region codes libphonenumber-js knows, each once. */
 function parsePhoneRegions(v: YamlValue): string[] {
-  if (!v.isSeq()) return v.problem('must be a list of region codes (ISO 3166, e.g. [DE, FR, GB])') ?? [];
+  if (!v.isSeq()) return [];
   const out: string[] = [];
   for (const item of v.items()) {
     const text = item.string();
@@ -139,8 +146,7 @@ function checkDetectedKinds(fields: readonly FieldDef[], detect: DetectDef | und
 }
 
 function parseField(v: YamlValue): FieldDef | undefined {
-  if (!v.isMap()) return v.problem('each field must be a mapping with `match` or `path` and job type rules');
-  const f = v.fields(FIELD_KEYS);
+  const f = v.fields(FIELD_KEYS, QUIET);
   let selector: SelectorDef | undefined;
   const detects = f.kind.present ? readKind(f.kind) : undefined;
   if (f.match.present && f.path.present) f.path.problem('use either `match` or `path`, not both');
@@ -163,11 +169,9 @@ function parseField(v: YamlValue): FieldDef | undefined {
   const when: OverrideDef[] = [];
   if (f.when.present) {
     for (const item of f.when.items()) {
-      const o = item.fields(OVERRIDE_KEYS);
-      if (!o.if.present) {
-        item.problem('needs `if` with the conditions');
-        continue;
-      }
+      if (!item.isMap()) continue;
+      const o = item.fields(OVERRIDE_KEYS, QUIET);
+      if (!o.if.isMap()) continue;
       const condition = parseCondition(o.if);
       const overrideRules = parseRules(o, false);
       if (Object.keys(overrideRules).length === 0) item.problem('names no job type to override');
@@ -184,13 +188,7 @@ function parseField(v: YamlValue): FieldDef | undefined {
     // Reverse job types are not written: they run the forward rules backwards.
     if (v.entries().some(([k]) => k === rev)) v.problem(`${rev} is derived from ${REVERSE_OF[rev as keyof typeof REVERSE_OF]} rules`);
   }
-  let keyName: string | undefined;
-  if (f.keyName.present) {
-    keyName = f.keyName.string();
-    if (keyName !== undefined && !NAME.test(keyName)) {
-      keyName = f.keyName.problem('must be 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit');
-    }
-  }
+  const keyName = f.keyName.present && NAME.test(String(f.keyName.scalarValue())) ? f.keyName.string() : undefined;
   if (!selector) return undefined;
   return { selector, rules, when, line: v.line, detects, keep, ...(keyName === undefined ? {} : { keyName }) };
 }
@@ -246,7 +244,7 @@ function parseRule(job: ForwardJobType, v: YamlValue): RuleDef | undefined {
   }
   let options: Record<string, unknown> = {};
   if (v.present) {
-    if (!v.isMap()) return v.problem('must be an options mapping');
+    if (!v.isMap()) return undefined;
     options = Object.assign(Object.create(null) as Record<string, unknown>, v.plain() as Record<string, unknown>);
   }
   try {
@@ -263,7 +261,7 @@ function parseRule(job: ForwardJobType, v: YamlValue): RuleDef | undefined {
 }
 
 function parseCondition(v: YamlValue): ConditionDef | undefined {
-  const f = v.fields(CONDITION_KEYS);
+  const f = v.fields(CONDITION_KEYS, QUIET);
   const countries = (x: YamlValue): string[] | undefined => {
     if (!x.present) return undefined;
     const list = (x.isSeq() ? x.items() : [x]).map((i) => i.string());
@@ -320,4 +318,11 @@ function checkDuplicateSelectors(fields: readonly FieldDef[], root: YamlValue): 
       } else seen.set(key, field.line);
     }
   }
+}
+
+/** Whether a problem's path is one the schema reported, or lies inside one. */
+function isUnder(path: string | undefined, flagged: ReadonlySet<string>): boolean {
+  if (path === undefined) return false;
+  for (const f of flagged) if (path === f || path.startsWith(`${f}.`) || path.startsWith(`${f}[`)) return true;
+  return false;
 }

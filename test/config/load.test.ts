@@ -73,7 +73,7 @@ describe('config loader', () => {
       bad.problems.map((p) => `${p.line ?? '-'} ${p.path ?? p.file} ${p.message}`).sort(),
       [
         '- environment DPG_ADMIN_ADDR must be host:port (e.g. 127.0.0.1:15020) or off',
-        '2 admin.listen must be a string',
+        '2 admin.listen must be host:port (e.g. 127.0.0.1:15020) or off',
         '3 admin.bind unknown key (expected one of: listen)',
       ],
     );

@@ -1,13 +1,14 @@
 // The README stays true: its links resolve, and its examples run as written — the command-line
 // examples (outputs compared where the README shows them), the HTTP API calls against a real
-// `dpg serve`, the proxy's CA download, and the transparent-capture walk-through (root only). Files
-// the examples name (customer.xml, customers.csv, /tmp/…) live in a scratch directory of this run;
-// `npx dpg` is run as `node bin/dpg.js` (what npx resolves to inside the clone, without npm's start-up).
+// `dpg serve`, the proxy's CA download, and the transparent-capture walk-through (root only). The
+// commands run as written, from the clone's root, on the example files the repository ships
+// (examples/data/); only /tmp/… is moved into a scratch directory of this run, and `npx dpg` is run
+// as `node bin/dpg.js` (what npx resolves to inside the clone, without npm's start-up).
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readableCopy } from '../helpers/readable-copy.ts';
@@ -49,13 +50,10 @@ const scratch = mkdtempSync(join(tmpdir(), 'dpg-readme-'));
 chmodSync(scratch, 0o755); // the capture walk-through runs the gateway as UID 10001
 const env = { ...process.env, DPG_DATA_DIR: join(scratch, 'data'), DPG_LOG_LEVEL: 'silent' };
 
-/** The README's command with its example files and /tmp paths moved into the scratch directory. */
+/** The README's command with its /tmp paths moved into the scratch directory. */
 function localise(command: string, replacements: Record<string, string> = {}): string {
   // /tmp/ first: the clone itself may live under /tmp (CI's fresh clone does), and BIN must stay as it is.
   let c = command.replaceAll('/tmp/', `${scratch}/`).replaceAll('npx dpg ', `node ${BIN} `);
-  for (const name of ['customer.xml', 'script.sql', 'customers.csv', 'customers-p.csv', 'customers-protected.csv']) {
-    c = c.replace(new RegExp(`(^|[\\s=@])${name.replace('.', '\\.')}\\b`, 'g'), `$1${join(scratch, name)}`);
-  }
   for (const [from, to] of Object.entries(replacements)) c = c.replaceAll(from, to);
   return c;
 }
@@ -64,12 +62,6 @@ function bash(script: string, extraEnv: Record<string, string> = {}, timeout = 6
   return spawnSync('bash', ['-c', `set -euo pipefail\n${script}`], { cwd, encoding: 'utf8', env: { ...env, ...extraEnv }, timeout, input: 'a-secret\n' });
 }
 
-before(() => {
-  writeFileSync(join(scratch, 'customer.xml'), '<customer><name>Jane Doe</name><cardNumber>4111 1111 1111 1111</cardNumber></customer>\n');
-  writeFileSync(join(scratch, 'script.sql'), "INSERT INTO customers (name, email) VALUES ('Jane Doe', 'jane.doe@example.com');\n");
-  writeFileSync(join(scratch, 'customers.csv'), 'name,email,cardNumber\nJane Doe,jane.doe@example.com,4111 1111 1111 1111\n');
-});
-
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('README.md', () => {
@@ -77,6 +69,13 @@ describe('README.md', () => {
     for (const [, target] of README.matchAll(/\]\(((?!https?:|#)[^)#\s]+)(?:#[^)]*)?\)/g)) {
       assert.ok(existsSync(join(ROOT, target!)), target);
     }
+  });
+
+  it('every example file a command names is in the repository', () => {
+    const named = [...README.matchAll(/(?:^|[\s=@'])((?:examples|config|proto|deploy)\/[\w./-]+\.(?:xml|sql|csv|json|yaml|proto|ts))\b/gm)].map((m) => m[1]!);
+    assert.ok(named.includes('examples/data/customers.csv'), named.join(' '));
+    // config/.dpg/ is the data directory the first run generates, not a file of the repository.
+    for (const file of named.filter((f) => !f.includes('/.dpg/'))) assert.ok(existsSync(join(ROOT, file)), file);
   });
 
   it('the command-line examples run as written and print what the README shows', () => {
@@ -132,6 +131,23 @@ describe('README.md', () => {
       assert.deepEqual(answer.dataSet, shown.dataSet);
       const csv = readFileSync(join(scratch, 'customers-protected.csv'), 'utf8');
       assert.match(csv, /^name,email,cardNumber\r?\nJ\*\*\* D\*\*,j\*\*\*@example\.com,\*\*\*\* \*\*\*\* \*\*\*\* 1111/);
+    });
+
+    it('the curl examples of docs/http-api.md and docs/identity.md run as written, and a refused call fails the shell', () => {
+      // One script: the token of the first block is used by the ones after it, as a reader would.
+      const blocks = ['docs/http-api.md', 'docs/identity.md'].flatMap((doc) =>
+        [...readFileSync(join(ROOT, doc), 'utf8').matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((b) => b.includes('curl ')),
+      );
+      assert.ok(blocks.length >= 5, `found ${blocks.length} blocks`);
+      rmSync(join(scratch, 'customers-protected.csv'), { force: true });
+      const r = bash(local(blocks.join('\n')));
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(readFileSync(join(scratch, 'customers-protected.csv'), 'utf8'), /^name,email,cardNumber\r?\nJ\*\*\* D\*\*,/);
+      const [readme] = shBlocks('### Call the HTTP API');
+      const fileCall = readme!.slice(readme!.indexOf('curl -s --fail-with-body http://127.0.0.1:8080/file/protect'));
+      const refused = bash(local(fileCall), { TOKEN: 'not-a-token' });
+      assert.notEqual(refused.status, 0, 'the /file/protect call with a bad token fails (curl --fail-with-body), not silently');
+      assert.match(readFileSync(join(scratch, 'customers-protected.csv'), 'utf8'), /UNAUTHENTICATED/, 'the problem body is written for the reader');
     });
 
     it('the gateway CA download for proxy clients', () => {

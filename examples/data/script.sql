@@ -1,0 +1,1 @@
+INSERT INTO customers (name, email) VALUES ('Jane Doe', 'jane.doe@example.com');
