@@ -136,9 +136,7 @@ after(async () => {
   await gw.close();
 });
 
-test('the document is valid OpenAPI 3.1 and /openapi.json serves it', async () => {
-  const result = await new Validator().validate(structuredClone(doc));
-  assert.deepEqual(result, { valid: true });
+test('/openapi.json serves the document', async () => {
   const answer = await send(gw.base, 'GET', '/openapi.json');
   assert.deepEqual(conforms({ path: '/openapi.json', method: 'get' }, answer, 'openapi'), doc);
 });
@@ -263,3 +261,11 @@ test('every documented answer was reached, and every code the HTTP API can give 
   const proxyOnly = ['UPSTREAM_UNREACHABLE', 'UPSTREAM_TIMEOUT'];
   assert.deepEqual(Object.keys(errorCatalogue).filter((c) => !proxyOnly.includes(c) && !codesSeen.has(c)), []);
 });
+
+// Last: compiling the OpenAPI 3.1 meta-schema holds the event loop for a while, long enough for an
+// idle keep-alive connection of the requests above to be closed under a request sent after it.
+test('the document is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)', async () => {
+  const result = await new Validator().validate(structuredClone(doc));
+  assert.deepEqual(result, { valid: true });
+});
+
