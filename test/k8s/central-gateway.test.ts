@@ -153,13 +153,16 @@ describe('two replicas on one keyring and one signing key (what the Secrets give
     assert.equal(keyMade.status, 0, keyMade.stderr);
     const keyFiles = readdirSync(join(dir, 'secret')).filter((f) => f.endsWith('.jwk.json'));
     assert.equal(keyFiles.length, 1);
-    const replicas: Replica[] = [];
-    for (const name of ['a', 'b']) {
-      mkdirSync(join(dir, name, 'identity'), { recursive: true, mode: 0o700 });
-      cpSync(join(dir, 'secret', keyFiles[0]), join(dir, name, 'identity', keyFiles[0]));
-      replicas.push(await startReplica(localConfig(join(dir, name), keyringFile, join(dir, name, 'identity'), hash), join(dir, name, 'data')));
-    }
-    [a, b] = replicas;
+    const started = await Promise.allSettled(
+      ['a', 'b'].map((name) => {
+        mkdirSync(join(dir, name, 'identity'), { recursive: true, mode: 0o700 });
+        cpSync(join(dir, 'secret', keyFiles[0]), join(dir, name, 'identity', keyFiles[0]));
+        return startReplica(localConfig(join(dir, name), keyringFile, join(dir, name, 'identity'), hash), join(dir, name, 'data'));
+      }),
+    );
+    // Kept even when the other failed, so after() stops it.
+    [a, b] = started.map((r) => (r.status === 'fulfilled' ? r.value : (undefined as unknown as Replica)));
+    for (const r of started) if (r.status === 'rejected') throw r.reason;
     // Each signs with the Secret's key and made none of its own.
     for (const name of ['a', 'b']) assert.deepEqual(readdirSync(join(dir, name, 'identity')), keyFiles);
     const res = await request(`${a.base}/gateway/identity/v1/token`, {
