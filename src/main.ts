@@ -1,7 +1,7 @@
 // Wires config, keyring, engine, identity, metrics and the doors together. Nothing imports this
 // but the CLI; the doors never import each other and meet only here.
 
-import { watch, type FSWatcher } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { ConfigError, StartupError } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
@@ -38,6 +38,10 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   // Metrics are served on the HTTP API and the admin listener; without either nothing would read them.
   const metrics = httpOn || config.admin ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
   metrics.setKeyring(keyringId);
+  // Certificate expiry, read on each scrape (a certificate may be replaced while running).
+  if (config.proxy.enabled) metrics.watchCertificate('proxy-ca', () => proxy?.caPem);
+  const grpcTls = config.grpc.tls;
+  if (grpcOn && grpcTls) metrics.watchCertificate('grpc-serving', () => readFileSync(grpcTls.cert, 'utf8'));
   // Tokens are issued on HTTP and checked by HTTP and gRPC: with both off there is nothing to identify.
   const identityStarting =
     httpOn || grpcOn
@@ -183,10 +187,11 @@ function unreadMetrics(): Metrics {
     observeRequest(): void {},
     observeProxy(): void {},
     setKeyring(): void {},
+    watchCertificate(): void {},
     async render() {
       return { contentType: 'text/plain; version=0.0.4', body: '' };
     },
   };
-  // Metrics is a class with private fields; the gateway and its doors only call these four methods.
+  // Metrics is a class with private fields; the gateway and its doors only call these methods.
   return sink as unknown as Metrics;
 }

@@ -1,6 +1,7 @@
 // Prometheus metrics shared by every door. Labels carry names and codes only — never payload data,
 // client secrets or tokens — so their cardinality stays bounded by config, not by traffic.
 
+import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type Door = 'http' | 'file' | 'grpc' | 'proxy' | 'cli';
@@ -27,8 +28,11 @@ export interface ProxyObservation {
 /** What identifies the keyring in force (crypto/keyring-fingerprint.ts): never key bytes. */
 export interface KeyringObservation {
   readonly fingerprint: string;
-  readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string }[];
+  readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string; readonly activeFrom: Date }[];
 }
+
+/** Reads a certificate's PEM when scraped (it may be replaced while running); undefined when there is none. */
+export type CertificateSource = () => string | undefined;
 
 interface RequestChildren {
   readonly requests: { inc(): void };
@@ -48,6 +52,10 @@ export class Metrics {
   private readonly proxyAdded: Histogram<'route'>;
   private readonly keyringInfo: Gauge<'fingerprint'>;
   private readonly keyVersionInfo: Gauge<'key' | 'version' | 'check'>;
+  private readonly keyVersionActiveFrom: Gauge<'key' | 'version'>;
+  private readonly certificates = new Map<string, CertificateSource>();
+  /** The last PEM parsed per certificate and its notAfter: a scrape parses only a changed certificate. */
+  private readonly certificateExpiry = new Map<string, { pem: string; notAfter: number }>();
 
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
@@ -108,6 +116,32 @@ export class Metrics {
       labelNames: ['key', 'version', 'check'],
       registers,
     });
+    this.keyVersionActiveFrom = new Gauge({
+      name: 'dpg_keyring_key_version_active_from_timestamp_seconds',
+      help: 'When each key version of the keyring in force took (or takes) effect, in Unix seconds: the age of the version in use is time() minus the newest one in the past',
+      labelNames: ['key', 'version'],
+      registers,
+    });
+    const certificates = this.certificates;
+    const expiry = this.certificateExpiry;
+    new Gauge({
+      name: 'dpg_certificate_expiry_timestamp_seconds',
+      help: "notAfter of the gateway's certificates (proxy-ca: the egress proxy's CA; grpc-serving: the gRPC listener's), in Unix seconds",
+      labelNames: ['certificate'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [name, source] of certificates) {
+          const notAfter = notAfterOf(name, source, expiry);
+          if (notAfter !== undefined) this.set({ certificate: name }, notAfter);
+        }
+      },
+    });
+  }
+
+  /** Reports a certificate's expiry on every scrape, read afresh from `source`. */
+  watchCertificate(name: string, source: CertificateSource): void {
+    this.certificates.set(name, source);
   }
 
   /** Replaces the keyring series (at start, and when a new keyring comes into force). */
@@ -115,7 +149,11 @@ export class Metrics {
     this.keyringInfo.reset();
     this.keyringInfo.set({ fingerprint: k.fingerprint }, 1);
     this.keyVersionInfo.reset();
-    for (const c of k.checks) this.keyVersionInfo.set({ key: c.kid, version: String(c.version), check: c.kcv }, 1);
+    this.keyVersionActiveFrom.reset();
+    for (const c of k.checks) {
+      this.keyVersionInfo.set({ key: c.kid, version: String(c.version), check: c.kcv }, 1);
+      this.keyVersionActiveFrom.set({ key: c.kid, version: String(c.version) }, Math.floor(c.activeFrom.getTime() / 1000));
+    }
   }
 
   /** Label children by label values: prom-client hashes a label object on every call otherwise. */
@@ -148,5 +186,26 @@ export class Metrics {
 
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** notAfter in Unix seconds, or undefined when there is no certificate or it cannot be read (never thrown into a scrape). */
+function notAfterOf(name: string, source: CertificateSource, cache: Map<string, { pem: string; notAfter: number }>): number | undefined {
+  let pem: string | undefined;
+  try {
+    pem = source();
+  } catch {
+    return undefined;
+  }
+  if (pem === undefined || pem === '') return undefined;
+  const cached = cache.get(name);
+  if (cached?.pem === pem) return cached.notAfter;
+  try {
+    const notAfter = Math.floor(Date.parse(new X509Certificate(pem).validTo) / 1000);
+    if (!Number.isFinite(notAfter)) return undefined;
+    cache.set(name, { pem, notAfter });
+    return notAfter;
+  } catch {
+    return undefined;
   }
 }

@@ -22,7 +22,7 @@ export interface KeyringFingerprint {
   /** One entry per key version, `<kid> v<version> <kcv>`, key ids sorted. */
   readonly versions: readonly string[];
   /** Per key version, for the metric. */
-  readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string }[];
+  readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string; readonly activeFrom: Date }[];
 }
 
 function checkBytes(version: MasterKeyVersion): Buffer {
@@ -38,7 +38,7 @@ export function keyCheckValue(version: MasterKeyVersion): string {
 export function fingerprintKeyring(keyring: Keyring): KeyringFingerprint {
   const hash = createHash('sha256').update(`default ${keyring.defaultKid}\n`);
   const versions: string[] = [];
-  const checks: { kid: string; version: number; kcv: string }[] = [];
+  const checks: { kid: string; version: number; kcv: string; activeFrom: Date }[] = [];
   // Sorted: the order of keys in the document does not change what the keyring is (the default key is hashed above).
   for (const kid of keyring.kids().sort()) {
     for (const v of keyring.versionsOf(kid)) {
@@ -48,7 +48,7 @@ export function fingerprintKeyring(keyring: Keyring): KeyringFingerprint {
       const kcv = check.toString('hex').slice(0, KCV_HEX);
       check.fill(0);
       versions.push(`${kid} v${v.version} ${kcv}`);
-      checks.push({ kid, version: v.version, kcv });
+      checks.push({ kid, version: v.version, kcv, activeFrom: v.activeFrom });
     }
   }
   return { fingerprint: `sha256:${hash.digest('hex').slice(0, FINGERPRINT_HEX)}`, versions, checks };

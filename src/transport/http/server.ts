@@ -14,6 +14,7 @@ import type { Exchange, HttpDeps } from './exchange.ts';
 import { handleFileProtect } from './file-protect-route.ts';
 import { handleJwks, handleToken, JWKS_PATH, TOKEN_PATH } from './identity-routes.ts';
 import { handleHealthz, handleMetrics, handleProxyCa, handleReadyz } from './operations-routes.ts';
+import { handleOpenApi } from './openapi-route.ts';
 import { problemFromError, routeProblem, sendProblem } from './problem.ts';
 import { handleProtect } from './protect-route.ts';
 import { clientRequestIdFrom } from './request-id.ts';
@@ -72,6 +73,7 @@ const routes: Readonly<Record<string, Readonly<Record<string, Handler>>>> = {
   '/healthz': { GET: async (deps, ex) => handleHealthz(deps, ex) },
   '/readyz': { GET: async (deps, ex) => handleReadyz(deps, ex) },
   '/metrics': { GET: handleMetrics },
+  '/openapi.json': { GET: handleOpenApi },
   '/proxy/ca.pem': {
     GET: async (deps, ex) => {
       if (!handleProxyCa(deps, ex)) sendProblem(ex.res, routeProblem(404, ex.requestId));

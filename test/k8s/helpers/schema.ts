@@ -16,7 +16,11 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 function modelOf(object: K8sObject): { module: string; iface: string } | undefined {
   if (typeof object.apiVersion !== 'string' || typeof object.kind !== 'string') return undefined;
   const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
-  const base = group.endsWith('cert-manager.io') ? '@kubernetes-models/cert-manager' : 'kubernetes-models';
+  const base = group.endsWith('cert-manager.io')
+    ? '@kubernetes-models/cert-manager'
+    : group === 'monitoring.coreos.com'
+      ? '@kubernetes-models/prometheus-operator'
+      : 'kubernetes-models';
   return { module: `${base}/${object.apiVersion}/${object.kind}`, iface: `I${object.kind}` };
 }
 
