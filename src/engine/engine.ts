@@ -11,7 +11,8 @@ import type { CompiledManifest } from '../manifest/compile.ts';
 import { loadManifestDir, type ManifestSource } from '../manifest/load.ts';
 import type { WorkersConfig } from '../config/types.ts';
 import { documentCost, rowsCost } from './offload-cost.ts';
-import { WorkerPool } from './worker-pool.ts';
+import { WorkerPool, type RunOptions } from './worker-pool.ts';
+import type { WorkerTask } from './worker-tasks.ts';
 import { keyringDocument, type WorkerSeed } from './worker-seed.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
@@ -117,14 +118,23 @@ export class ProtectionEngine implements Engine {
   async protectDocumentAsync(job: JobSpec, dataSet: unknown): Promise<DocumentResult> {
     const pool = this.poolFor(documentCost(job.dataSetType, dataSet));
     if (!pool) return this.protectDocument(job, dataSet);
-    return (await pool.run({ kind: 'document', job, dataSet })) as DocumentResult;
+    return (await pool.run({ kind: 'document', job, dataSet } satisfies WorkerTask)) as DocumentResult;
   }
 
   /** protectRows, off the event loop for a heavy table (its cells' characters above inlineBytes). */
   async protectRowsAsync(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): Promise<RowsResult> {
     const pool = rows.length > this.limits.maxRows ? undefined : this.poolFor(rowsCost(rows));
     if (!pool) return this.protectRows(job, labels, rows, cellType);
-    return (await pool.run({ kind: 'rows', job, labels, rows, cellType })) as RowsResult;
+    return (await pool.run({ kind: 'rows', job, labels, rows, cellType } satisfies WorkerTask)) as RowsResult;
+  }
+
+  /**
+   * Runs `task` in a protection worker when `cost` (offload-cost.ts) is above
+   * limits.workers.inlineBytes; undefined when it is light or workers are off: the caller then runs
+   * the same work inline, with no message passing. A worker failure rejects with WORKER_FAILED.
+   */
+  offload(cost: number, task: WorkerTask, options?: RunOptions): Promise<unknown> | undefined {
+    return this.poolFor(cost)?.run(task, options);
   }
 
   /** Workers alive now and started so far (tests, docs/operations.md). */
