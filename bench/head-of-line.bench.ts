@@ -11,6 +11,7 @@
 //   npm run bench -- head-of-line            (root, iptables; ~2 minutes per mode at full size)
 //   BENCH_SCALE=0.2 …  (heavy documents at a fifth of the size)   BENCH_RATE=40 … (light req/s per door)
 //   BENCH_MODES=workers,inline,base …  (which modes, in that order)
+//   BENCH_GATEWAY_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/x' …  (node flags for the gateway, e.g. a profile of its threads)
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -89,6 +90,17 @@ interface DriverResult {
   readonly loaded: Record<string, Latencies>;
   readonly heavy: { type: string; mb: number; ms: number; status: number }[];
   readonly rss: { idle: number; busy: number; afterReap: number };
+  /** CPU seconds of the main thread and of the whole process in the idle phase and the heavy phase, with their wall times. */
+  readonly cpu: { idle: { main: number; all: number; wall: number }; heavy: { main: number; all: number; wall: number } };
+}
+
+/** CPU seconds (user + system) of the gateway's main thread (its TID is its PID) and of the whole process. */
+function cpuSeconds(pid: number): { main: number; all: number } {
+  const ticks = (path: string): number => {
+    const fields = readFileSync(path, 'utf8').replace(/^.*\) /, '').split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+  };
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`) / 100, all: ticks(`/proc/${pid}/stat`) / 100 };
 }
 
 function rssMb(pid: number): number {
@@ -174,7 +186,11 @@ async function drive(gatewayPid: number): Promise<void> {
   ];
   await lightLoad(doors, () => true, 2000); // warm-up
   const rssIdle = rssMb(gatewayPid);
+  const c0 = cpuSeconds(gatewayPid);
+  const t0 = performance.now();
   const idle = await lightLoad(doors, () => true, IDLE_MS);
+  const c1 = cpuSeconds(gatewayPid);
+  const t1 = performance.now();
   let pending: number = HEAVY.length;
   let rssBusy = 0;
   const heavy: DriverResult['heavy'] = [];
@@ -195,12 +211,18 @@ async function drive(gatewayPid: number): Promise<void> {
   });
   const loaded = await lightLoad(doors, () => pending === 0, 3000);
   await Promise.all(heavyRuns);
+  const c2 = cpuSeconds(gatewayPid);
+  const t2 = performance.now();
   clearInterval(watch);
   // After idleMs (3 s here) the workers are reaped: the RSS an idle sidecar returns to.
   await new Promise((r) => setTimeout(r, 5000));
   const rssAfter = rssMb(gatewayPid);
   await Promise.all(doors.map((d) => d.pool.close()));
-  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter } };
+  const cpu: DriverResult['cpu'] = {
+    idle: { main: c1.main - c0.main, all: c1.all - c0.all, wall: (t1 - t0) / 1000 },
+    heavy: { main: c2.main - c1.main, all: c2.all - c1.all, wall: (t2 - t1) / 1000 },
+  };
+  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, cpu };
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
@@ -265,16 +287,20 @@ async function orchestrate(): Promise<void> {
       const file = join(dir, `gateway-${mode}.yaml`);
       writeFileSync(file, gatewayConfig(setup.root, setup.workers));
       const home = userTempDir(10001);
-      const gw = ns.spawn(process.execPath, [join(setup.root, 'bin/dpg.js'), 'serve', '-c', file], {
+      const flags = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '');
+      const gw = ns.spawn(process.execPath, [...flags, join(setup.root, 'bin/dpg.js'), 'serve', '-c', file], {
         uid: 10001,
         cwd: setup.root,
         env: { HOME: home, TMPDIR: home, DPG_DATA_DIR: join(home, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'bench' },
       });
       children.push(gw);
       gw.stderr?.on('data', (d: Buffer) => process.stderr.write(`[gateway ${mode}] ${d}`));
-      await lines(gw.stdout).waitFor(/"msg":"ready"/, 120_000);
+      const exited = new Promise<never>((_, reject) => gw.once('exit', (code) => reject(new Error(`the ${mode} gateway exited (${code}) before it was ready`))));
+      await Promise.race([lines(gw.stdout).waitFor(/"msg":"ready"/, 120_000), exited]);
+      exited.catch(() => undefined);
       const before = loadavg();
-      const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'driver', String(gw.pid)], { cwd: ROOT });
+      const knobs = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('BENCH_') && e[1] !== undefined));
+      const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'driver', String(gw.pid)], { cwd: ROOT, env: knobs });
       driver.stderr?.on('data', (d: Buffer) => process.stderr.write(`[driver] ${d}`));
       const line = await lines(driver.stdout).waitFor(/^\{"idle"/, 1_800_000);
       results.push({ label: setup.label, r: JSON.parse(line) as DriverResult, load: [before, loadavg()] });
@@ -307,6 +333,13 @@ function report(results: { label: string; r: DriverResult; load: [string, string
     const span = Math.max(...r.heavy.map((h) => h.ms));
     console.log(`  heavy total ${total.toFixed(1)} MB in ${(span / 1000).toFixed(1)} s: ${(total / (span / 1000)).toFixed(2)} MB/s`);
     console.log(`  gateway RSS: idle ${r.rss.idle} MB, peak while heavy ${r.rss.busy} MB, 5 s after (workers reaped) ${r.rss.afterReap} MB`);
+    // The light load's own main-thread cost per second (idle phase) taken off the heavy phase's: what the heavy documents cost the event loop.
+    const { idle: ci, heavy: ch } = r.cpu;
+    const lightShare = (ci.main / ci.wall) * ch.wall;
+    console.log(
+      `  CPU: idle phase main thread ${ci.main.toFixed(2)} s in ${ci.wall.toFixed(1)} s; heavy phase main thread ${ch.main.toFixed(2)} s, other threads ${(ch.all - ch.main).toFixed(2)} s, in ${ch.wall.toFixed(1)} s ` +
+        `→ heavy documents on the main thread ≈ ${(ch.main - lightShare).toFixed(2)} s (${(((ch.main - lightShare) / total) * 1000).toFixed(0)} ms per MB)`,
+    );
   }
 }
 
