@@ -90,8 +90,8 @@ interface DriverResult {
   readonly loaded: Record<string, Latencies>;
   readonly heavy: { type: string; mb: number; ms: number; status: number }[];
   readonly rss: { idle: number; busy: number; afterReap: number };
-  /** CPU seconds of the main thread and of the whole process in the idle phase and the heavy phase, with their wall times. */
-  readonly cpu: { idle: { main: number; all: number; wall: number }; heavy: { main: number; all: number; wall: number } };
+  /** CPU seconds of the main thread and of the whole process while the heavy documents ran alone (no light load), and that phase's wall time. */
+  readonly alone: { main: number; all: number; wall: number };
 }
 
 /** CPU seconds (user + system) of the gateway's main thread (its TID is its PID) and of the whole process. */
@@ -186,16 +186,7 @@ async function drive(gatewayPid: number): Promise<void> {
   ];
   await lightLoad(doors, () => true, 2000); // warm-up
   const rssIdle = rssMb(gatewayPid);
-  const c0 = cpuSeconds(gatewayPid);
-  const t0 = performance.now();
-  const idle = await lightLoad(doors, () => true, IDLE_MS);
-  const c1 = cpuSeconds(gatewayPid);
-  const t1 = performance.now();
-  let pending: number = HEAVY.length;
-  let rssBusy = 0;
-  const heavy: DriverResult['heavy'] = [];
-  const watch = setInterval(() => (rssBusy = Math.max(rssBusy, rssMb(gatewayPid))), 250);
-  const heavyRuns = HEAVY.map(async (h) => {
+  const sendHeavy = (h: (typeof HEAVY)[number]) => async () => {
     const body = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: h.dataSet });
     const t0 = performance.now();
     const res = await request(`http://127.0.0.1:${PORTS.http}/api/protect`, {
@@ -206,23 +197,31 @@ async function drive(gatewayPid: number): Promise<void> {
       bodyTimeout: 600_000,
     });
     await res.body.dump();
-    heavy.push({ type: h.type, mb: h.dataSet.length / MiB, ms: performance.now() - t0, status: res.statusCode });
+    return { type: h.type, mb: h.dataSet.length / MiB, ms: performance.now() - t0, status: res.statusCode };
+  };
+  // The heavy documents alone first: what they cost the main thread, with nothing else to count.
+  const c0 = cpuSeconds(gatewayPid);
+  const t0 = performance.now();
+  await Promise.all(HEAVY.map((h) => sendHeavy(h)()));
+  const c1 = cpuSeconds(gatewayPid);
+  const alone = { main: c1.main - c0.main, all: c1.all - c0.all, wall: (performance.now() - t0) / 1000 };
+  const idle = await lightLoad(doors, () => true, IDLE_MS);
+  let pending: number = HEAVY.length;
+  let rssBusy = 0;
+  const heavy: DriverResult['heavy'] = [];
+  const watch = setInterval(() => (rssBusy = Math.max(rssBusy, rssMb(gatewayPid))), 250);
+  const heavyRuns = HEAVY.map(async (h) => {
+    heavy.push(await sendHeavy(h)());
     pending--;
   });
   const loaded = await lightLoad(doors, () => pending === 0, 3000);
   await Promise.all(heavyRuns);
-  const c2 = cpuSeconds(gatewayPid);
-  const t2 = performance.now();
   clearInterval(watch);
   // After idleMs (3 s here) the workers are reaped: the RSS an idle sidecar returns to.
   await new Promise((r) => setTimeout(r, 5000));
   const rssAfter = rssMb(gatewayPid);
   await Promise.all(doors.map((d) => d.pool.close()));
-  const cpu: DriverResult['cpu'] = {
-    idle: { main: c1.main - c0.main, all: c1.all - c0.all, wall: (t1 - t0) / 1000 },
-    heavy: { main: c2.main - c1.main, all: c2.all - c1.all, wall: (t2 - t1) / 1000 },
-  };
-  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, cpu };
+  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, alone };
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
@@ -333,12 +332,10 @@ function report(results: { label: string; r: DriverResult; load: [string, string
     const span = Math.max(...r.heavy.map((h) => h.ms));
     console.log(`  heavy total ${total.toFixed(1)} MB in ${(span / 1000).toFixed(1)} s: ${(total / (span / 1000)).toFixed(2)} MB/s`);
     console.log(`  gateway RSS: idle ${r.rss.idle} MB, peak while heavy ${r.rss.busy} MB, 5 s after (workers reaped) ${r.rss.afterReap} MB`);
-    // The light load's own main-thread cost per second (idle phase) taken off the heavy phase's: what the heavy documents cost the event loop.
-    const { idle: ci, heavy: ch } = r.cpu;
-    const lightShare = (ci.main / ci.wall) * ch.wall;
+    const a = r.alone;
     console.log(
-      `  CPU: idle phase main thread ${ci.main.toFixed(2)} s in ${ci.wall.toFixed(1)} s; heavy phase main thread ${ch.main.toFixed(2)} s, other threads ${(ch.all - ch.main).toFixed(2)} s, in ${ch.wall.toFixed(1)} s ` +
-        `→ heavy documents on the main thread ≈ ${(ch.main - lightShare).toFixed(2)} s (${(((ch.main - lightShare) / total) * 1000).toFixed(0)} ms per MB)`,
+      `  heavy documents alone (no light load): ${(a.wall).toFixed(1)} s; CPU of the main thread ${a.main.toFixed(2)} s (${((a.main / total) * 1000).toFixed(0)} ms per MB), ` +
+        `of the other threads (workers, GC helpers) ${(a.all - a.main).toFixed(2)} s; ${(total / a.all).toFixed(2)} MB per CPU second`,
     );
   }
 }
