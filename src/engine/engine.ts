@@ -19,6 +19,7 @@ import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
 import { protectJsonText } from '../formats/json/protect-text.ts';
 import { protectToCsv } from './csv-output.ts';
+import { flatTableToCsv } from '../formats/list/csv-writer.ts';
 import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
 
 export interface EngineLimits {
@@ -216,6 +217,23 @@ export class ProtectionEngine implements Engine {
       }
     }
     return { rows: out, summary: prepared.finish() };
+  }
+
+  /**
+   * /file/protect's answer for an XML or SQL document held whole: its bytes (UTF-8) protected and
+   * flattened into CSV, in one piece. The bytes protectToCsv streams for the same document; a
+   * protection worker runs this for a heavy one.
+   */
+  documentToCsv(job: JobSpec, bytes: Uint8Array): { bytes: Buffer; summary: ProtectSummary } {
+    const type = job.dataSetType;
+    if (type !== 'XML' && type !== 'SQL') throw new DpgError('INVALID_REQUEST', `A ${type} file is not flattened whole`);
+    const prepared = this.prepare(job);
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const options = { sqlDialect: job.context.sqlDialect };
+    const protectedText = this.codecs.documents[type].protect(text, prepared.resolver, options);
+    const summary = prepared.finish();
+    const table = this.codecs.flatteners[type](protectedText, options);
+    return { bytes: Buffer.from(flatTableToCsv(table), 'utf8'), summary };
   }
 
   protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {

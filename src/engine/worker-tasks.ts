@@ -17,6 +17,8 @@ export type WorkerTask =
   | { readonly kind: 'rows'; readonly job: JobSpec; readonly labels: readonly string[]; readonly rows: readonly (readonly string[])[]; readonly cellType: CellType }
   /** A routed proxy body (forward, reverse, transparent), as received once content codings are undone. */
   | { readonly kind: 'body'; readonly job: JobSpec; readonly bytes: Uint8Array; readonly contentType: string | undefined; readonly type: DataSetType }
+  /** An XML or SQL document for /file/protect, as read: protected and flattened into CSV. */
+  | { readonly kind: 'csv'; readonly job: JobSpec; readonly bytes: Uint8Array }
   /** A POST /api/protect body; the worker asks the event loop (onAsk) whether the client may run the job it names. */
   | { readonly kind: 'envelope'; readonly bytes: Uint8Array; readonly headers: EnvelopeHeaders };
 
@@ -41,6 +43,10 @@ export async function runTask(engine: ProtectionEngine, task: WorkerTask, ask: (
     case 'body': {
       const out = protectDocumentBody(engine, task.job, asBuffer(task.bytes), task.contentType, task.type);
       return bytesOutcome(out.body, out.summary);
+    }
+    case 'csv': {
+      const out = engine.documentToCsv(task.job, task.bytes);
+      return bytesOutcome(out.bytes, out.summary);
     }
     case 'envelope': {
       const envelope = openEnvelope(asBuffer(task.bytes), task.headers);

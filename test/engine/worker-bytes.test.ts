@@ -1,10 +1,12 @@
 // Issue 18 item 1: heavy bodies go to a protection worker as raw bytes (moved, not copied) and come
 // back as the answer's bytes. Routed proxy bodies and /api/protect bodies give the very bytes the
 // inline path gives; the caller's body is moved only when it says so; refused input keeps its class
-// (the exchange never passes it through); the event loop's answer to the worker's question (may this
+// (the exchange never passes it through); /file/protect's XML and SQL CSV comes out the same from a
+// worker; the event loop's answer to the worker's question (may this
 // client run the job?) stops the task when it throws, with that very error.
 
 import { after, describe, it } from 'node:test';
+import { Readable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,5 +111,30 @@ describe('heavy bodies as raw bytes in a worker', () => {
     const bad = await offloaded.offload(1, { kind: 'envelope', bytes: Buffer.from('{"dataSet": [1,'), headers: headers('JSON') }, { onAsk: () => assert.fail('asked') })!.catch((e: unknown) => e);
     assert.ok(bad instanceof DpgError && bad.code === 'INVALID_REQUEST' && bad.message === 'The request body is not valid JSON', String(bad));
     assert.equal(offloaded.workerStats().started, 1, 'the worker outlived the refused task');
+  });
+
+  it('flatten heavy XML and SQL files for /file/protect in a worker into the very CSV bytes inline gives', async () => {
+    const collect = async (e: ProtectionEngine, type: 'XML' | 'SQL', text: string) => {
+      const job: JobSpec = { manifestName: 'customer', jobType: 'Pseudonymise', dataSetType: type, context: { requestId: 'r-1' } };
+      const { output, summary } = e.protectToCsv(job, Readable.from([Buffer.from(text)]));
+      const chunks: Buffer[] = [];
+      for await (const c of output) chunks.push(Buffer.from(c as Buffer));
+      return { csv: Buffer.concat(chunks), summary: await summary };
+    };
+    let csvTasks = 0;
+    const offload = offloaded.offload.bind(offloaded);
+    offloaded.offload = (cost, task, options) => {
+      if (task.kind === 'csv') csvTasks++;
+      return offload(cost, task, options);
+    };
+    for (const [type, text] of [['XML', BODIES[1]![1]], ['SQL', BODIES[2]![1]]] as const) {
+      const a = await collect(inline, type, text);
+      const b = await collect(offloaded, type, text);
+      assert.ok(b.csv.equals(a.csv), type);
+      assert.deepEqual(b.summary, a.summary);
+      assert.ok(a.summary.protected >= 30 && !a.csv.toString().includes('jane1@example.com'), type);
+    }
+    assert.equal(csvTasks, 2, 'both went to the worker');
+    assert.equal(inline.workerStats().started, 0);
   });
 });
