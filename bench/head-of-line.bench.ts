@@ -8,7 +8,7 @@
 // follow the clock, latency from each send), run by a driver process in the namespace.
 // Also: the heavy documents' own throughput per mode, and the gateway's RSS idle, busy and after
 // the worker is reaped.
-//   npm run bench -- head-of-line            (root, iptables; ~2 minutes per mode at full size)
+//   npm run bench -- head-of-line            (root, iptables; 3–7 minutes per mode at full size, by machine load)
 //   BENCH_SCALE=0.2 …  (heavy documents at a fifth of the size)   BENCH_RATE=40 … (light req/s per door)
 //   BENCH_MODES=workers,inline,base …  (which modes, in that order)
 //   BENCH_GATEWAY_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/x' …  (node flags for the gateway, e.g. a profile of its threads)
