@@ -6,15 +6,20 @@
 // --import hook, bench/memory-report.mjs, answering SIGUSR2).
 //
 //   npm run bench -- footprint          (about a minute; FOOTPRINT_RUNS=5 for more start samples)
+//   FOOTPRINT_BASE=/path/to/other/checkout …  (its dist/ built): the sidecar profile of that build and
+//   of this one started in turn, side by side, same machine, same minute (a base line for changes)
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildDist } from '../scripts/build.mjs';
 
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const BASE = process.env.FOOTPRINT_BASE;
 const RUNS = Number(process.env.FOOTPRINT_RUNS ?? 3);
 const IDLE_MS = Number(process.env.FOOTPRINT_IDLE_MS ?? 2000);
 const LONG_IDLE_MS = Number(process.env.FOOTPRINT_LONG_IDLE_MS ?? 15000);
@@ -84,10 +89,11 @@ function statusOf(url: string): Promise<number> {
   });
 }
 
-async function startGateway(config: string, dataDir: string, readyUrl: string): Promise<Gateway> {
+async function startGateway(config: string, dataDir: string, readyUrl: string, root = ROOT): Promise<Gateway> {
   const started = performance.now();
   let report = '';
-  const child = spawn(process.execPath, ['--import', './bench/memory-report.mjs', 'bin/dpg.js', 'serve', '--config', config], {
+  const child = spawn(process.execPath, ['--import', join(ROOT, 'bench/memory-report.mjs'), join(root, 'bin/dpg.js'), 'serve', '--config', join(root, config)], {
+    cwd: root,
     env: {
       ...process.env,
       DPG_DATA_DIR: dataDir,
@@ -204,6 +210,41 @@ try {
     const code = await g.stop();
     if (code !== 0) throw new Error(`dpg serve exited ${code} on SIGTERM`);
   }
+  if (BASE) await sideBySide(BASE, dataDir);
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** The sidecar profile of another build and of this one, started in turn RUNS times each, then idle side by side. */
+async function sideBySide(base: string, dir: string): Promise<void> {
+  const ready = `http://127.0.0.1:${ports.admin}/readyz`;
+  const builds = [
+    { name: `base ${base}`, root: base, ready: [] as number[], cpu: [] as number[], idle: 0, longIdle: 0 },
+    { name: 'this build', root: ROOT, ready: [] as number[], cpu: [] as number[], idle: 0, longIdle: 0 },
+  ];
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  for (const b of builds) await (await startGateway('config/sidecar.yaml', dir, ready, b.root)).stop();
+  for (let i = 0; i < RUNS; i++) {
+    for (const b of builds) {
+      const g = await startGateway('config/sidecar.yaml', dir, ready, b.root);
+      b.ready.push(g.readyMs);
+      b.cpu.push(g.cpuMs);
+      await g.stop();
+    }
+  }
+  for (const b of builds) {
+    const g = await startGateway('config/sidecar.yaml', dir, ready, b.root);
+    await sleep(IDLE_MS);
+    b.idle = treeRss(g.child.pid!);
+    await sleep(LONG_IDLE_MS - IDLE_MS);
+    b.longIdle = treeRss(g.child.pid!);
+    await g.stop();
+  }
+  console.log(`\nsidecar profile side by side (${RUNS} starts each, in turn; load average ${load} → ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}):`);
+  for (const b of builds) {
+    console.log(
+      `  ${b.name.padEnd(40)} start to /readyz 200 median ${median(b.ready).toFixed(0)} ms (${b.ready.map((t) => t.toFixed(0)).join(', ')}), CPU median ${median(b.cpu)} ms (${b.cpu.join(', ')}); ` +
+        `idle ${mb(b.idle)} after ${IDLE_MS / 1000} s, ${mb(b.longIdle)} after ${LONG_IDLE_MS / 1000} s`,
+    );
+  }
 }

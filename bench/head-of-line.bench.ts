@@ -1,28 +1,39 @@
 // Head of line (issue 18): while a 5 MB SQL script, a 10 MB JSON and a 10 MB XML document are
-// protected on /api/protect, 1 KB Mask requests on /api/protect and through the forward proxy keep
-// their p99 near the idle p99 of the same run. Two gateways, one after the other, each a real
-// `dpg serve` child (dist/): `limits.workers.max: 0` (everything inline, as before workers) and the
-// default pool. The light load is open-loop (sends follow the clock, latency from each send).
-// Also: the heavy documents' own throughput in each mode, and the gateway's RSS idle, with a
-// worker alive, and after the worker is reaped.
-//   node --import ./scripts/ts-loader.mjs bench/head-of-line.bench.ts     (~3 minutes)
+// protected on /api/protect, 1 KB Mask requests on /api/protect, through the forward proxy and
+// through the transparent listener keep their p99 near the idle p99 of the same run. Each mode is a
+// real `dpg serve` child (dist/) in a network namespace made for the run, as UID 10001, with
+// `dpg capture` redirecting port 80 to its transparent listener: `limits.workers.max: 0`
+// (everything inline, as before workers), the default pool, and — with BENCH_BASE=<checkout with
+// dist/ built> — another build's default pool, side by side. The light load is open-loop (sends
+// follow the clock, latency from each send), run by a driver process in the namespace.
+// Also: the heavy documents' own throughput per mode, and the gateway's RSS idle, busy and after
+// the worker is reaped.
+//   npm run bench -- head-of-line            (root, iptables; 3–7 minutes per mode at full size, by machine load)
 //   BENCH_SCALE=0.2 …  (heavy documents at a fifth of the size)   BENCH_RATE=40 … (light req/s per door)
+//   BENCH_MODES=workers,inline,base …  (which modes, in that order)
+//   BENCH_GATEWAY_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/x' …  (node flags for the gateway, e.g. a profile of its threads)
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { buildDist } from '../scripts/build.mjs';
 import { oneKilobyteJson } from './open-loop.ts';
 
+const SELF = fileURLToPath(import.meta.url);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const RATE = Number(process.env.BENCH_RATE ?? 20);
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
+const BASE = process.env.BENCH_BASE;
+const MODES = (process.env.BENCH_MODES ?? `inline,workers${BASE ? ',base' : ''}`).split(',');
 const MiB = 1024 * 1024;
+const HOST = 'api.bench.test';
+const HOST_ADDRESS = '198.51.100.10';
+const PORTS = { http: 18080, proxy: 15001, transparent: 15006 };
 
 // ---- documents -----------------------------------------------------------------------------------
 
@@ -60,82 +71,36 @@ function xmlDocument(bytes: number): string {
   return parts.join('');
 }
 
-const HEAVY = [
+const heavyDocuments = () => [
   { type: 'SQL', dataSet: sqlScript(5 * MiB * SCALE) },
   { type: 'JSON', dataSet: jsonDocument(10 * MiB * SCALE) },
   { type: 'XML', dataSet: xmlDocument(10 * MiB * SCALE) },
 ] as const;
 
-// ---- the gateway -----------------------------------------------------------------------------------
 
-interface Gateway {
-  readonly child: ChildProcess;
-  readonly http: number;
-  readonly proxy: number;
-  readonly logs: string[];
-  stop(): Promise<void>;
+// ---- roles: the orchestrator (outside), the upstream and the driver (inside the namespace) --------
+
+interface Latencies {
+  lat: number[];
+  errors: number;
 }
 
-async function startGateway(dir: string, upstreamPort: number, workers: string): Promise<Gateway> {
-  const config = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8')
-    .replace('listen: 127.0.0.1:8080', 'listen: 127.0.0.1:0')
-    .replace('listen: 127.0.0.1:9090', 'listen: 127.0.0.1:0')
-    .replace('listen: 127.0.0.1:15001', 'listen: 127.0.0.1:0')
-    .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
-    .replace('maxBodyBytes: 10485760', 'maxBodyBytes: 67108864')
-    .replace('grpc:\n', 'grpc:\n  enabled: false\n')
-    .replace(
-      'routes: []                      # see docs/proxy.md',
-      `routes:\n    - name: bench\n      match: { host: 127.0.0.1, port: ${upstreamPort} }\n      request: { manifest: customer, jobType: Mask }`,
-    )
-    .replace('limits:\n', `limits:\n  workers: ${workers}\n`);
-  const file = join(dir, `gateway-${Date.now()}.yaml`);
-  writeFileSync(file, config);
-  const child = spawn(process.execPath, ['bin/dpg.js', 'serve', '-c', file], {
-    cwd: ROOT,
-    env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'bench' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const logs: string[] = [];
-  const ports: Record<string, number> = {};
-  await new Promise<void>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        logs.push(line);
-        try {
-          const e = JSON.parse(line) as { listener?: string; port?: number; msg?: string };
-          if (e.listener && typeof e.port === 'number') ports[e.listener] = e.port;
-          if (e.msg === 'ready') resolve();
-        } catch {
-          // not JSON
-        }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`dpg serve exited ${code}`)));
-  });
-  return {
-    child,
-    http: ports.http!,
-    proxy: ports.proxy!,
-    logs,
-    async stop() {
-      child.kill('SIGTERM');
-      await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
-    },
+interface DriverResult {
+  readonly idle: Record<string, Latencies>;
+  readonly loaded: Record<string, Latencies>;
+  readonly heavy: { type: string; mb: number; ms: number; status: number }[];
+  readonly rss: { idle: number; busy: number; afterReap: number };
+  /** CPU seconds of the main thread and of the whole process while the heavy documents ran alone (no light load), and that phase's wall time. */
+  readonly alone: { main: number; all: number; wall: number };
+}
+
+/** CPU seconds (user + system) of the gateway's main thread (its TID is its PID) and of the whole process. */
+function cpuSeconds(pid: number): { main: number; all: number } {
+  const ticks = (path: string): number => {
+    const fields = readFileSync(path, 'utf8').replace(/^.*\) /, '').split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
   };
-}
-
-async function tokenFor(httpPort: number): Promise<string> {
-  const res = await request(`http://127.0.0.1:${httpPort}/gateway/identity/v1/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': 'demo-api-key' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'demo-client', client_secret: 'demo-secret' }).toString(),
-  });
-  return ((await res.body.json()) as { access_token: string }).access_token;
+  return { main: ticks(`/proc/${pid}/task/${pid}/stat`) / 100, all: ticks(`/proc/${pid}/stat`) / 100 };
 }
 
 function rssMb(pid: number): number {
@@ -143,7 +108,14 @@ function rssMb(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
 }
 
-// ---- load --------------------------------------------------------------------------------------------
+async function serveUpstream(): Promise<void> {
+  const upstream = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
+  });
+  await new Promise<void>((r) => upstream.listen(80, HOST_ADDRESS, r));
+  process.stdout.write('{"ready":true}\n');
+}
 
 interface Door {
   readonly name: string;
@@ -154,8 +126,8 @@ interface Door {
 }
 
 /** Open-loop 1 KB requests on every door at RATE/s each until `done()`; latencies per door. */
-async function lightLoad(doors: readonly Door[], done: () => boolean, minMs: number): Promise<Map<string, { lat: number[]; errors: number }>> {
-  const out = new Map(doors.map((d) => [d.name, { lat: [] as number[], errors: 0 }]));
+async function lightLoad(doors: readonly Door[], done: () => boolean, minMs: number): Promise<Record<string, Latencies>> {
+  const out: Record<string, Latencies> = Object.fromEntries(doors.map((d) => [d.name, { lat: [] as number[], errors: 0 }]));
   const inflight: Promise<void>[] = [];
   const start = performance.now();
   let sent = 0;
@@ -166,7 +138,7 @@ async function lightLoad(doors: readonly Door[], done: () => boolean, minMs: num
       while (start + sent * interval <= now) {
         for (const d of doors) {
           const at = performance.now();
-          const r = out.get(d.name)!;
+          const r = out[d.name]!;
           inflight.push(
             d.pool
               .request({ path: d.path, method: 'POST', headers: d.headers, body: d.body })
@@ -191,102 +163,184 @@ async function lightLoad(doors: readonly Door[], done: () => boolean, minMs: num
   return out;
 }
 
+async function tokenFor(): Promise<string> {
+  const res = await request(`http://127.0.0.1:${PORTS.http}/gateway/identity/v1/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': 'demo-api-key' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'demo-client', client_secret: 'demo-secret' }).toString(),
+  });
+  return ((await res.body.json()) as { access_token: string }).access_token;
+}
+
+/** Idle baseline, then the three heavy documents at once with the light load on; one JSON line out. */
+async function drive(gatewayPid: number): Promise<void> {
+  const HEAVY = heavyDocuments();
+  const token = await tokenFor();
+  const light = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: oneKilobyteJson() });
+  const routed = { path: '/v1/orders', headers: { 'content-type': 'application/json', host: HOST }, body: oneKilobyteJson() };
+  const doors: Door[] = [
+    { name: '/api/protect', pool: new Pool(`http://127.0.0.1:${PORTS.http}`, { connections: 16 }), path: '/api/protect', headers: { 'content-type': 'application/json', 'x-resource-token': token }, body: light },
+    { name: 'forward proxy', pool: new Pool(`http://127.0.0.1:${PORTS.proxy}`, { connections: 16 }), ...routed, path: `http://${HOST}/v1/orders` },
+    // Straight to the upstream's address: `dpg capture` redirects it to the transparent listener.
+    { name: 'transparent', pool: new Pool(`http://${HOST_ADDRESS}:80`, { connections: 16 }), ...routed },
+  ];
+  await lightLoad(doors, () => true, 2000); // warm-up
+  const rssIdle = rssMb(gatewayPid);
+  const sendHeavy = (h: (typeof HEAVY)[number]) => async () => {
+    const body = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: h.dataSet });
+    const t0 = performance.now();
+    const res = await request(`http://127.0.0.1:${PORTS.http}/api/protect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-resource-token': token, 'x-data-set-type': h.type },
+      body,
+      headersTimeout: 600_000,
+      bodyTimeout: 600_000,
+    });
+    await res.body.dump();
+    return { type: h.type, mb: h.dataSet.length / MiB, ms: performance.now() - t0, status: res.statusCode };
+  };
+  // The heavy documents alone first: what they cost the main thread, with nothing else to count.
+  const c0 = cpuSeconds(gatewayPid);
+  const t0 = performance.now();
+  await Promise.all(HEAVY.map((h) => sendHeavy(h)()));
+  const c1 = cpuSeconds(gatewayPid);
+  const alone = { main: c1.main - c0.main, all: c1.all - c0.all, wall: (performance.now() - t0) / 1000 };
+  const idle = await lightLoad(doors, () => true, IDLE_MS);
+  let pending: number = HEAVY.length;
+  let rssBusy = 0;
+  const heavy: DriverResult['heavy'] = [];
+  const watch = setInterval(() => (rssBusy = Math.max(rssBusy, rssMb(gatewayPid))), 250);
+  const heavyRuns = HEAVY.map(async (h) => {
+    heavy.push(await sendHeavy(h)());
+    pending--;
+  });
+  const loaded = await lightLoad(doors, () => pending === 0, 3000);
+  await Promise.all(heavyRuns);
+  clearInterval(watch);
+  // After idleMs (3 s here) the workers are reaped: the RSS an idle sidecar returns to.
+  await new Promise((r) => setTimeout(r, 5000));
+  const rssAfter = rssMb(gatewayPid);
+  await Promise.all(doors.map((d) => d.pool.close()));
+  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, alone };
+  process.stdout.write(JSON.stringify(result) + '\n');
+}
+
+function gatewayConfig(root: string, workers: string): string {
+  const config = readFileSync(join(root, 'config/gateway.yaml'), 'utf8')
+    .replace('listen: 127.0.0.1:8080', `listen: 127.0.0.1:${PORTS.http}`)
+    .replace('listen: 127.0.0.1:9090', 'listen: 127.0.0.1:0')
+    .replace('listen: 127.0.0.1:15001', `listen: 127.0.0.1:${PORTS.proxy}`)
+    .replace('manifests: manifests', `manifests: ${join(root, 'config/manifests')}`)
+    .replace('maxBodyBytes: 10485760', 'maxBodyBytes: 67108864')
+    .replace('grpc:\n', 'grpc:\n  enabled: false\n')
+    .replace(
+      'routes: []                      # see docs/proxy.md',
+      `routes:\n    - name: bench\n      match: { host: ${HOST}, port: 80 }\n      request: { manifest: customer, jobType: Mask }`,
+    )
+    .replace('  reverse: []', `  reverse: []\n  transparent: { listen: 127.0.0.1:${PORTS.transparent}, ipv6: false }`)
+    .replace('limits:\n', `limits:\n  workers: ${workers}\n`);
+  for (const want of ['name: bench', 'transparent: {', 'workers: ']) if (!config.includes(want)) throw new Error(`the bench config was not edited (${want})`);
+  return config;
+}
+
 const p = (lat: number[], q: number): number => {
   const s = [...lat].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
 };
 
-interface RunResult {
-  readonly mode: string;
-  readonly idle: Map<string, { lat: number[]; errors: number }>;
-  readonly loaded: Map<string, { lat: number[]; errors: number }>;
-  readonly heavy: { type: string; mb: number; ms: number; status: number }[];
-  readonly rss: { idle: number; busy: number; afterReap: number };
-}
+const loadavg = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-async function run(mode: string, workers: string, dir: string, upstreamPort: number): Promise<RunResult> {
-  const gw = await startGateway(dir, upstreamPort, workers);
+async function orchestrate(): Promise<void> {
+  const { createNamespace, iptablesSkipReason, lines, netnsSkipReason, sharedTempDir, userTempDir } = await import('../test/helpers/netns.ts');
+  const skip = netnsSkipReason() ?? iptablesSkipReason();
+  if (skip) {
+    console.log(`head-of-line bench skipped (it needs a network namespace and iptables for the transparent door): ${skip}`);
+    return;
+  }
+  await buildDist({ quiet: true });
+  const MODE_SETUP: Record<string, { root: string; workers: string; label: string }> = {
+    inline: { root: ROOT, workers: '{ max: 0 }', label: 'this build, inline (limits.workers.max: 0)' },
+    workers: { root: ROOT, workers: '{ idleMs: 3000 }', label: 'this build, workers (defaults)' },
+    ...(BASE ? { base: { root: BASE, workers: '{ idleMs: 3000 }', label: `base build ${BASE}, workers (defaults)` } } : {}),
+  };
+  const HEAVY = heavyDocuments();
+  console.log(
+    `heavy: ${HEAVY.map((h) => `${h.type} ${(h.dataSet.length / MiB).toFixed(1)} MB`).join(', ')} (Mask, /api/protect, all three at once); ` +
+      `light: 1 KB Mask at ${RATE} req/s on each door, open loop; idle baseline ${IDLE_MS / 1000} s`,
+  );
+  const ns = await createNamespace('hol', { hosts: { [HOST]: HOST_ADDRESS } });
+  const dir = sharedTempDir('dpg-hol-');
+  const children: ChildProcess[] = [];
   try {
-    const token = await tokenFor(gw.http);
-    const light = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: oneKilobyteJson() });
-    const doors: Door[] = [
-      { name: '/api/protect', pool: new Pool(`http://127.0.0.1:${gw.http}`, { connections: 16 }), path: '/api/protect', headers: { 'content-type': 'application/json', 'x-resource-token': token }, body: light },
-      { name: 'forward proxy', pool: new Pool(`http://127.0.0.1:${gw.proxy}`, { connections: 16 }), path: `http://127.0.0.1:${upstreamPort}/v1/orders`, headers: { 'content-type': 'application/json' }, body: oneKilobyteJson() },
-    ];
-    // Warm-up, then the idle baseline of this run.
-    await lightLoad(doors, () => true, 2000);
-    const rssIdle = rssMb(gw.child.pid!);
-    const idle = await lightLoad(doors, () => true, IDLE_MS);
-    // The heavy documents, all three at once (each its own connection), with the light load on.
-    let pending: number = HEAVY.length;
-    let rssBusy = 0;
-    const heavy: RunResult['heavy'] = [];
-    const heavyRuns = HEAVY.map(async (h) => {
-      const body = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: h.dataSet });
-      const t0 = performance.now();
-      const res = await request(`http://127.0.0.1:${gw.http}/api/protect`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-resource-token': token, 'x-data-set-type': h.type },
-        body,
-        headersTimeout: 600_000,
-        bodyTimeout: 600_000,
+    await ns.must('ip', ['addr', 'add', `${HOST_ADDRESS}/32`, 'dev', 'lo']);
+    const upstream = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'upstream'], { cwd: ROOT });
+    children.push(upstream);
+    await lines(upstream.stdout).waitFor(/"ready":true/, 60_000);
+    const captureConfig = join(dir, 'capture.yaml');
+    writeFileSync(captureConfig, gatewayConfig(ROOT, '{ max: 0 }'));
+    await ns.must(process.execPath, [join(ROOT, 'bin/dpg.js'), 'capture', '--include-ports', '80', '-c', captureConfig], { cwd: ROOT });
+    const results: { label: string; r: DriverResult; load: [string, string] }[] = [];
+    for (const mode of MODES) {
+      const setup = MODE_SETUP[mode];
+      if (!setup) throw new Error(`unknown mode ${mode} (BENCH_BASE unset?)`);
+      const file = join(dir, `gateway-${mode}.yaml`);
+      writeFileSync(file, gatewayConfig(setup.root, setup.workers));
+      const home = userTempDir(10001);
+      const flags = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '');
+      const gw = ns.spawn(process.execPath, [...flags, join(setup.root, 'bin/dpg.js'), 'serve', '-c', file], {
+        uid: 10001,
+        cwd: setup.root,
+        env: { HOME: home, TMPDIR: home, DPG_DATA_DIR: join(home, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'bench' },
       });
-      await res.body.dump();
-      heavy.push({ type: h.type, mb: h.dataSet.length / MiB, ms: performance.now() - t0, status: res.statusCode });
-      rssBusy = Math.max(rssBusy, rssMb(gw.child.pid!));
-      pending--;
-    });
-    const loaded = await lightLoad(doors, () => pending === 0, 3000);
-    await Promise.all(heavyRuns);
-    // After idleMs (3 s here) the workers are reaped: the RSS an idle sidecar returns to.
-    await new Promise((r) => setTimeout(r, 5000));
-    const rssAfter = rssMb(gw.child.pid!);
-    await Promise.all(doors.map((d) => d.pool.close()));
-    return { mode, idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter } };
+      children.push(gw);
+      gw.stderr?.on('data', (d: Buffer) => process.stderr.write(`[gateway ${mode}] ${d}`));
+      const exited = new Promise<never>((_, reject) => gw.once('exit', (code) => reject(new Error(`the ${mode} gateway exited (${code}) before it was ready`))));
+      await Promise.race([lines(gw.stdout).waitFor(/"msg":"ready"/, 120_000), exited]);
+      exited.catch(() => undefined);
+      const before = loadavg();
+      const knobs = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('BENCH_') && e[1] !== undefined));
+      const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'driver', String(gw.pid)], { cwd: ROOT, env: knobs });
+      driver.stderr?.on('data', (d: Buffer) => process.stderr.write(`[driver] ${d}`));
+      const line = await lines(driver.stdout).waitFor(/^\{"idle"/, 1_800_000);
+      results.push({ label: setup.label, r: JSON.parse(line) as DriverResult, load: [before, loadavg()] });
+      gw.kill('SIGTERM');
+      await new Promise((r) => (gw.exitCode !== null ? r(undefined) : gw.once('exit', r)));
+    }
+    report(results);
   } finally {
-    await gw.stop();
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    await ns.close();
   }
 }
 
-// ---- main ----------------------------------------------------------------------------------------------
-
-await buildDist({ quiet: true });
-const dir = mkdtempSync(join(tmpdir(), 'dpg-hol-'));
-const upstream: Server = createServer((req, res) => {
-  req.resume();
-  req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
-});
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-const upstreamPort = (upstream.address() as { port: number }).port;
-console.log(
-  `heavy: ${HEAVY.map((h) => `${h.type} ${(h.dataSet.length / MiB).toFixed(1)} MB`).join(', ')} (Mask, /api/protect, all three at once); ` +
-    `light: 1 KB Mask at ${RATE} req/s on each door, open loop; idle baseline ${IDLE_MS / 1000} s`,
-);
-try {
-  const results = [
-    await run('inline (limits.workers.max: 0)', '{ max: 0 }', dir, upstreamPort),
-    await run('workers (defaults)', '{ idleMs: 3000 }', dir, upstreamPort),
-  ];
-  for (const r of results) {
-    console.log(`\n${r.mode}`);
-    for (const [door, idle] of r.idle) {
-      const loaded = r.loaded.get(door)!;
+function report(results: { label: string; r: DriverResult; load: [string, string] }[]): void {
+  for (const { label, r, load } of results) {
+    console.log(`\n${label}   (load average before ${load[0]}, after ${load[1]})`);
+    console.log(`  ${'door'.padEnd(14)} ${'idle p99'.padStart(10)} ${'loaded p99'.padStart(11)} ${'ratio'.padStart(7)}   loaded p50   idle n / loaded n / errors`);
+    for (const [door, idle] of Object.entries(r.idle)) {
+      const loaded = r.loaded[door]!;
       const ratio = p(loaded.lat, 0.99) / p(idle.lat, 0.99);
       console.log(
-        `  ${door.padEnd(14)} idle p99 ${p(idle.lat, 0.99).toFixed(1).padStart(7)} ms (n=${idle.lat.length})   ` +
-          `loaded p50 ${p(loaded.lat, 0.5).toFixed(1).padStart(7)} ms  p99 ${p(loaded.lat, 0.99).toFixed(1).padStart(8)} ms  max ${p(loaded.lat, 1).toFixed(0).padStart(6)} ms (n=${loaded.lat.length}, errors ${idle.errors + loaded.errors})   ` +
-          `p99 ratio ${ratio.toFixed(2)}× ${ratio <= 2 ? '(goal ≤ 2×: met)' : '(goal ≤ 2×: NOT met)'}`,
+        `  ${door.padEnd(14)} ${p(idle.lat, 0.99).toFixed(1).padStart(7)} ms ${p(loaded.lat, 0.99).toFixed(1).padStart(8)} ms ${ratio.toFixed(2).padStart(6)}×   ` +
+          `${p(loaded.lat, 0.5).toFixed(1).padStart(7)} ms   ${idle.lat.length} / ${loaded.lat.length} / ${idle.errors + loaded.errors}   ${ratio <= 2 ? '(goal ≤ 2×: met)' : '(goal ≤ 2×: NOT met)'}`,
       );
     }
-    for (const h of r.heavy.sort((a, b) => a.type.localeCompare(b.type))) {
+    for (const h of [...r.heavy].sort((a, b) => a.type.localeCompare(b.type))) {
       console.log(`  heavy ${h.type.padEnd(4)} ${h.mb.toFixed(1)} MB: ${(h.ms / 1000).toFixed(1)} s (${(h.mb / (h.ms / 1000)).toFixed(2)} MB/s) status ${h.status}`);
     }
     const total = r.heavy.reduce((s, h) => s + h.mb, 0);
     const span = Math.max(...r.heavy.map((h) => h.ms));
     console.log(`  heavy total ${total.toFixed(1)} MB in ${(span / 1000).toFixed(1)} s: ${(total / (span / 1000)).toFixed(2)} MB/s`);
-    console.log(`  gateway RSS: idle ${r.rss.idle} MB, heavy work in flight (peak seen) ${r.rss.busy} MB, 5 s after (workers reaped) ${r.rss.afterReap} MB`);
+    console.log(`  gateway RSS: idle ${r.rss.idle} MB, peak while heavy ${r.rss.busy} MB, 5 s after (workers reaped) ${r.rss.afterReap} MB`);
+    const a = r.alone;
+    console.log(
+      `  heavy documents alone (no light load): ${(a.wall).toFixed(1)} s; CPU of the main thread ${a.main.toFixed(2)} s (${((a.main / total) * 1000).toFixed(0)} ms per MB), ` +
+        `of the other threads (workers, GC helpers) ${(a.all - a.main).toFixed(2)} s; ${(total / a.all).toFixed(2)} MB per CPU second`,
+    );
   }
-} finally {
-  upstream.close();
-  rmSync(dir, { recursive: true, force: true });
 }
+
+const role = process.argv[2];
+if (role === 'upstream') await serveUpstream();
+else if (role === 'driver') await drive(Number(process.argv[3]));
+else await orchestrate();

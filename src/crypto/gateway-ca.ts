@@ -27,6 +27,11 @@ export interface GatewayCa {
  * Loads the configured CA, else the one generated earlier under dataDir, else generates one
  * (ECDSA P-256, ten years) and writes it there with the key file at mode 0600.
  */
+/** True when loadOrCreateCa would make a new CA (none configured, none in the data directory): it needs loadX509() first. */
+export function caToCreate(files: { readonly cert: string; readonly key: string } | undefined, dataDir: string): boolean {
+  return files === undefined && !(existsSync(join(dataDir, CA_CERT_FILE)) && existsSync(join(dataDir, CA_KEY_FILE)));
+}
+
 export function loadOrCreateCa(files: { readonly cert: string; readonly key: string } | undefined, dataDir: string): GatewayCa {
   if (files) return loadCa(files.cert, files.key, 'config');
   const certFile = join(dataDir, CA_CERT_FILE);

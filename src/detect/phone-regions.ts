@@ -7,9 +7,14 @@
 // regular-expression test on at most 17 digits. libphonenumber-js's own parser is not used on the
 // detection path: it costs ~70 µs a call, the compiled patterns well under a microsecond.
 
-import metadata from 'libphonenumber-js/metadata.max.json';
-import examples from 'libphonenumber-js/examples.mobile.json';
-import { getExampleNumber, type CountryCode, type Examples } from 'libphonenumber-js/max';
+//
+// The metadata (~190 KiB) is read on first use, not at import: a gateway whose manifests never
+// detect a phone number by its plan (no `detect.phoneRegions`, no international `00` candidate)
+// starts without parsing it. In the build `require` is the bundle's own (scripts/build.mjs): the
+// data is bundled and evaluated on that first call; run from the sources it comes from node_modules.
+
+import { createRequire } from 'node:module';
+import { getExampleNumber, type CountryCode, type Examples, type MetadataJson } from 'libphonenumber-js/core';
 
 interface RegionPlan {
   readonly region: string;
@@ -25,11 +30,36 @@ interface RegionPlan {
 }
 
 type CountryData = readonly unknown[];
-const COUNTRIES = (metadata as unknown as { countries: Record<string, CountryData> }).countries;
-const CALLING_CODES = (metadata as unknown as { country_calling_codes: Record<string, string[]> }).country_calling_codes;
 
-/** Every region libphonenumber-js knows (ISO 3166 codes). */
-export const PHONE_REGIONS: readonly string[] = Object.keys(COUNTRIES);
+interface PhoneData {
+  readonly metadata: MetadataJson;
+  readonly countries: Record<string, CountryData>;
+  readonly callingCodes: Record<string, string[]>;
+  readonly examples: Examples;
+}
+
+let data: PhoneData | undefined;
+
+/** libphonenumber-js's metadata and example numbers, loaded once on first use. */
+function phoneData(): PhoneData {
+  if (data) return data;
+  // Direct require('…') calls: the bundler follows only those.
+  let loaded: [unknown, unknown];
+  if (typeof require === 'function') {
+    loaded = [require('libphonenumber-js/metadata.max.json'), require('libphonenumber-js/examples.mobile.json')];
+  } else {
+    const fromHere = createRequire(import.meta.url);
+    loaded = [fromHere('libphonenumber-js/metadata.max.json'), fromHere('libphonenumber-js/examples.mobile.json')];
+  }
+  const metadata = loaded[0] as { countries: Record<string, CountryData>; country_calling_codes: Record<string, string[]> };
+  data = {
+    metadata: metadata as unknown as MetadataJson,
+    countries: metadata.countries,
+    callingCodes: metadata.country_calling_codes,
+    examples: loaded[1] as Examples,
+  };
+  return data;
+}
 
 /**
  * Whether a region writes its numbers nationally with the trunk prefix: libphonenumber's own national
@@ -39,7 +69,8 @@ export const PHONE_REGIONS: readonly string[] = Object.keys(COUNTRIES);
  */
 function trunkWritten(region: string, trunk: string): boolean {
   if (trunk === '') return false;
-  const example = getExampleNumber(region as CountryCode, examples as Examples);
+  const { examples, metadata } = phoneData();
+  const example = getExampleNumber(region as CountryCode, examples, metadata);
   if (example === undefined) return true;
   return example.formatNational().replace(/\D/g, '').startsWith(trunk);
 }
@@ -50,7 +81,7 @@ const MEMO_SIZE = 4096;
 
 function planOf(region: string): RegionPlan | undefined {
   if (plans.has(region)) return plans.get(region);
-  const data = COUNTRIES[region];
+  const data = phoneData().countries[region];
   let plan: RegionPlan | undefined;
   if (data !== undefined) {
     const callingCode = String(data[0]);
@@ -133,7 +164,7 @@ export class PhoneRegions {
  */
 export function internationalValid(digits: string): boolean {
   for (let n = 1; n <= 3 && n < digits.length; n++) {
-    const regions = CALLING_CODES[digits.slice(0, n)];
+    const regions = phoneData().callingCodes[digits.slice(0, n)];
     if (regions === undefined) continue;
     const nsn = digits.slice(n);
     for (const region of regions) {

@@ -12,6 +12,8 @@ import { createListProtectStream } from '../formats/list/codec.ts';
 import { flattenJsonStream } from '../formats/json/flatten-stream.ts';
 import { protectJsonText } from '../formats/json/protect-text.ts';
 import type { Engine } from './types.ts';
+import { bytesCost } from './offload-cost.ts';
+import { asBuffer, transferOf, type BytesResult } from './worker-tasks.ts';
 
 export interface CsvOutputLimits {
   readonly maxDepth: number;
@@ -19,7 +21,7 @@ export interface CsvOutputLimits {
 }
 
 /** Reads a document that has to be held whole, refusing it as soon as it passes the limit. */
-async function readAll(input: Readable, limit: number): Promise<string> {
+async function readAll(input: Readable, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of input) {
@@ -31,7 +33,7 @@ async function readAll(input: Readable, limit: number): Promise<string> {
     }
     chunks.push(buf);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /**
@@ -102,7 +104,16 @@ export function protectToCsv(
 
   const output = deferred(async () => {
     try {
-      const text = await readAll(input, limits.maxDocumentBytes);
+      const bytes = await readAll(input, limits.maxDocumentBytes);
+      // A heavy document is protected and flattened in a worker (docs/operations.md, Workers): the
+      // same CSV bytes (ProtectionEngine.documentToCsv), and other requests go on meanwhile.
+      const running = engine.offload(bytesCost(type, bytes.length), { kind: 'csv', job, bytes }, { transfer: transferOf(bytes) });
+      if (running) {
+        const result = (await running) as BytesResult;
+        settle.resolve(result.summary);
+        return Readable.from([asBuffer(result.bytes)]);
+      }
+      const text = bytes.toString('utf8');
       const options = { sqlDialect: job.context.sqlDialect };
       const protectedText = codecs.documents[type].protect(text, prepared.resolver, options);
       settle.resolve(prepared.finish());

@@ -11,13 +11,15 @@ import type { CompiledManifest } from '../manifest/compile.ts';
 import { loadManifestDir, type ManifestSource } from '../manifest/load.ts';
 import type { WorkersConfig } from '../config/types.ts';
 import { documentCost, rowsCost } from './offload-cost.ts';
-import { WorkerPool } from './worker-pool.ts';
+import { WorkerPool, type RunOptions } from './worker-pool.ts';
+import type { WorkerTask } from './worker-tasks.ts';
 import { keyringDocument, type WorkerSeed } from './worker-seed.ts';
 import { bindJob } from './bind.ts';
 import { KeyService } from './keys.ts';
 import { createCodecs, type Codecs } from '../formats/registry.ts';
 import { protectJsonText } from '../formats/json/protect-text.ts';
 import { protectToCsv } from './csv-output.ts';
+import { flatTableToCsv } from '../formats/list/csv-writer.ts';
 import type { CellType, DocumentResult, Engine, PreparedJob, RowsResult } from './types.ts';
 
 export interface EngineLimits {
@@ -117,14 +119,23 @@ export class ProtectionEngine implements Engine {
   async protectDocumentAsync(job: JobSpec, dataSet: unknown): Promise<DocumentResult> {
     const pool = this.poolFor(documentCost(job.dataSetType, dataSet));
     if (!pool) return this.protectDocument(job, dataSet);
-    return (await pool.run({ kind: 'document', job, dataSet })) as DocumentResult;
+    return (await pool.run({ kind: 'document', job, dataSet } satisfies WorkerTask)) as DocumentResult;
   }
 
   /** protectRows, off the event loop for a heavy table (its cells' characters above inlineBytes). */
   async protectRowsAsync(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): Promise<RowsResult> {
     const pool = rows.length > this.limits.maxRows ? undefined : this.poolFor(rowsCost(rows));
     if (!pool) return this.protectRows(job, labels, rows, cellType);
-    return (await pool.run({ kind: 'rows', job, labels, rows, cellType })) as RowsResult;
+    return (await pool.run({ kind: 'rows', job, labels, rows, cellType } satisfies WorkerTask)) as RowsResult;
+  }
+
+  /**
+   * Runs `task` in a protection worker when `cost` (offload-cost.ts) is above
+   * limits.workers.inlineBytes; undefined when it is light or workers are off: the caller then runs
+   * the same work inline, with no message passing. A worker failure rejects with WORKER_FAILED.
+   */
+  offload(cost: number, task: WorkerTask, options?: RunOptions): Promise<unknown> | undefined {
+    return this.poolFor(cost)?.run(task, options);
   }
 
   /** Workers alive now and started so far (tests, docs/operations.md). */
@@ -206,6 +217,23 @@ export class ProtectionEngine implements Engine {
       }
     }
     return { rows: out, summary: prepared.finish() };
+  }
+
+  /**
+   * /file/protect's answer for an XML or SQL document held whole: its bytes (UTF-8) protected and
+   * flattened into CSV, in one piece. The bytes protectToCsv streams for the same document; a
+   * protection worker runs this for a heavy one.
+   */
+  documentToCsv(job: JobSpec, bytes: Uint8Array): { bytes: Buffer; summary: ProtectSummary } {
+    const type = job.dataSetType;
+    if (type !== 'XML' && type !== 'SQL') throw new DpgError('INVALID_REQUEST', `A ${type} file is not flattened whole`);
+    const prepared = this.prepare(job);
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const options = { sqlDialect: job.context.sqlDialect };
+    const protectedText = this.codecs.documents[type].protect(text, prepared.resolver, options);
+    const summary = prepared.finish();
+    const table = this.codecs.flatteners[type](protectedText, options);
+    return { bytes: Buffer.from(flatTableToCsv(table), 'utf8'), summary };
   }
 
   protectToCsv(job: JobSpec, input: Readable): { output: Readable; summary: Promise<ProtectSummary> } {

@@ -13,6 +13,14 @@ export function documentCost(type: DataSetType, dataSet: unknown): number {
   return typeof dataSet === 'string' ? dataSet.length * (WEIGHT[type] ?? 1) : 0;
 }
 
+/**
+ * The weighted size of a body of `byteLength` bytes declared (by header or route) as `type`: what
+ * decides, before a byte of it is parsed, whether the body goes to a worker.
+ */
+export function bytesCost(type: DataSetType, byteLength: number): number {
+  return byteLength * (WEIGHT[type] ?? 1);
+}
+
 /** The weighted size of a gRPC table: the characters of its cells (each is a value or a JSON document). */
 export function rowsCost(rows: readonly (readonly string[])[]): number {
   let n = 0;

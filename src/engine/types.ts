@@ -3,6 +3,8 @@
 import type { Readable } from 'node:stream';
 import type { FieldResolver } from '../formats/codec.ts';
 import type { JobSpec, ProtectSummary } from '../core/types.ts';
+import type { RunOptions } from './worker-pool.ts';
+import type { WorkerTask } from './worker-tasks.ts';
 
 /**
  * One request's job, bound and ready: a resolver for codecs and the failure bookkeeping.
@@ -50,6 +52,11 @@ export interface Engine {
   protectDocumentAsync(job: JobSpec, dataSet: unknown): Promise<DocumentResult>;
   /** gRPC ProtectValues: columns named by labels; FILE cells are values, JSON cells are documents. */
   protectRows(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): RowsResult;
+  /**
+   * A task of worker-tasks.ts in a protection worker when `cost` is above inlineBytes; undefined
+   * when it is light (the caller runs the same work inline). Heavy bodies go as raw bytes.
+   */
+  offload(cost: number, task: WorkerTask, options?: RunOptions): Promise<unknown> | undefined;
   /** protectRows, in a protection worker for a heavy table (see protectDocumentAsync). */
   protectRowsAsync(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): Promise<RowsResult>;
   /**

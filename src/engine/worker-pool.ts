@@ -31,6 +31,8 @@ export interface WorkerPoolOptions {
 /** What a worker answers for one task. */
 export type WorkerReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
+  /** Mid-task: the worker needs the main thread's word (RunOptions.onAsk) before it goes on. */
+  | { readonly id: number; readonly ask: unknown }
   | {
       readonly id: number;
       readonly ok: false;
@@ -39,11 +41,32 @@ export type WorkerReply =
       readonly errors?: readonly ValueFailure[];
       /** INTERNAL only: the name of what was thrown (never its message, which may quote data). */
       readonly causeName?: string;
+      /** The thrown DpgError's own name when it was a subclass (e.g. RefusedInputError): callers may test it. */
+      readonly errorName?: string;
     };
+
+/** What the main thread answers a worker's question. */
+export type WorkerAnswer = { readonly id: number; readonly answer: unknown } | { readonly id: number; readonly abort: true };
+
+export interface RunOptions {
+  /**
+   * Moved to the worker, not copied (e.g. a body's ArrayBuffer): the caller's views of them are
+   * empty afterwards, so pass only what the caller no longer reads.
+   */
+  readonly transfer?: readonly ArrayBuffer[];
+  /**
+   * Answers the worker's questions (e.g. may this client run this job?). What it throws fails the
+   * task with that very error; the worker is told to stop and protects nothing.
+   */
+  readonly onAsk?: (question: unknown) => unknown;
+}
 
 interface Task {
   readonly id: number;
   readonly message: object;
+  readonly options: RunOptions;
+  /** What onAsk threw: the task fails with it whatever the worker answers next. */
+  askError?: unknown;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -75,10 +98,10 @@ export class WorkerPool {
   }
 
   /** Runs one task in a worker; rejects with WORKER_FAILED when the worker dies or overruns. */
-  run(message: object): Promise<unknown> {
+  run(message: object, options: RunOptions = {}): Promise<unknown> {
     if (this.closing) return Promise.reject(new DpgError('WORKER_FAILED', 'The protection workers are shutting down; retry'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, message, resolve, reject });
+      this.queue.push({ id: this.nextId++, message, options, resolve, reject });
       this.dispatch();
     });
   }
@@ -133,7 +156,7 @@ export class WorkerPool {
     slot.task = task;
     slot.worker.ref();
     this.startBudget(slot, slot.ready ? this.options.timeoutMs : Math.max(this.options.timeoutMs, START_BUDGET_MS));
-    slot.worker.postMessage({ id: task.id, ...task.message });
+    slot.worker.postMessage({ id: task.id, ...task.message }, task.options.transfer as ArrayBuffer[] | undefined);
   }
 
   /**
@@ -157,18 +180,35 @@ export class WorkerPool {
     }
     const task = slot.task;
     if (slot.gone || !task || reply.id !== task.id) return;
+    if ('ask' in reply) return this.answer(slot, task, reply.ask);
     clearTimeout(slot.timer);
     slot.task = undefined;
     slot.worker.unref();
-    if (reply.ok) task.resolve(reply.value);
+    if (task.askError !== undefined) task.reject(task.askError);
+    else if (reply.ok) task.resolve(reply.value);
     else {
       // The doors log an INTERNAL error's cause by name: keep the worker's, without a message.
       const cause = reply.causeName === undefined ? undefined : Object.assign(new Error(''), { name: reply.causeName });
-      task.reject(new DpgError(reply.code, reply.detail, { ...(reply.errors ? { errors: reply.errors } : {}), ...(cause ? { cause } : {}) }));
+      const err = new DpgError(reply.code, reply.detail, { ...(reply.errors ? { errors: reply.errors } : {}), ...(cause ? { cause } : {}) });
+      if (reply.errorName !== undefined) err.name = reply.errorName;
+      task.reject(err);
     }
     if (this.queue.length > 0) this.dispatch(); // this slot takes the next task
     else if (this.closing) this.remove(slot);
     else slot.idleTimer = setTimeout(() => this.remove(slot), this.options.idleMs).unref();
+  }
+
+  /** A worker's question: onAsk's answer goes back; what it throws stops the worker's task and fails it. */
+  private answer(slot: Slot, task: Task, question: unknown): void {
+    let message: WorkerAnswer;
+    try {
+      if (!task.options.onAsk) throw new DpgError('INTERNAL', 'A protection worker asked a question nobody answers');
+      message = { id: task.id, answer: task.options.onAsk(question) };
+    } catch (err) {
+      task.askError = err;
+      message = { id: task.id, abort: true };
+    }
+    slot.worker.postMessage(message);
   }
 
   /** The worker died under its own steam (crash, exit): fail its task and let a new one take the line. */

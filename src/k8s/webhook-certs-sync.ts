@@ -6,6 +6,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeApiError, type KubeClient } from './kube-client.ts';
+import { loadX509 } from '../crypto/x509.ts';
 import { planCertificates, type CertMaterial, type CertParams, type CertPlan } from './webhook-certs.ts';
 
 export const CERT_FILES = { caBundle: 'ca.crt', caKey: 'ca.key', tlsCert: 'tls.crt', tlsKey: 'tls.key' } as const;
@@ -24,7 +25,8 @@ export async function syncFiles(dir: string, params: CertParams, now = Date.now(
   const caKey = read(CERT_FILES.caKey);
   const existing: CertMaterial | undefined =
     caBundle !== undefined && caKey !== undefined ? { caBundle, caKey, tlsCert: read(CERT_FILES.tlsCert) ?? '', tlsKey: read(CERT_FILES.tlsKey) ?? '' } : undefined;
-  const plan = await planCertificates(existing, params, now);
+  await loadX509(); // the certificates are built synchronously
+  const plan = planCertificates(existing, params, now);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (plan.renewedCa) {
     writeAtomic(join(dir, CERT_FILES.caKey), plan.material.caKey, 0o600);
@@ -135,7 +137,8 @@ async function syncKubeOnce(client: KubeClient, t: KubeTargets, params: CertPara
     caBundle !== undefined && caKey !== undefined
       ? { caBundle, caKey, tlsCert: unb64(tlsSecret?.data?.['tls.crt']) ?? '', tlsKey: unb64(tlsSecret?.data?.['tls.key']) ?? '' }
       : undefined;
-  const plan = await planCertificates(existing, params, now);
+  await loadX509(); // the certificates are built synchronously
+  const plan = planCertificates(existing, params, now);
   const m = plan.material;
   if (plan.renewedCa || m.caBundle !== caBundle) {
     await putSecret(client, t.namespace, t.caSecret, 'Opaque', { 'ca.crt': m.caBundle, 'ca.key': m.caKey }, caSecret);

@@ -17,7 +17,8 @@ import { DpgError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
-import { loadOrCreateCa } from '../crypto/gateway-ca.ts';
+import { caToCreate, loadOrCreateCa } from '../crypto/gateway-ca.ts';
+import { loadX509 } from '../crypto/x509.ts';
 import { LeafCertificates } from './forwarding/ca.ts';
 import { ConnectionLimits, IdleSweeper } from './forwarding/connection-limits.ts';
 import { DialAddresses } from './reading/dial-address.ts';
@@ -141,6 +142,9 @@ function openFilesLimit(): number | undefined {
 /** Listens on the forward address and every reverse address; resolves once all are bound. */
 export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const { config, dataDir, engine, logger, metrics } = deps;
+  // The certificate library is loaded only when a certificate may be built: a leaf for a routed
+  // host's intercepted TLS, or the CA on first start. A sidecar with no routes starts without it.
+  if ((config.routes ?? []).length > 0 || caToCreate(config.ca, dataDir)) await loadX509();
   const ca = loadOrCreateCa(config.ca, dataDir);
   const leaves = new LeafCertificates(ca);
   const roots = upstreamRoots(config.upstreamCa);

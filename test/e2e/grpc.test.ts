@@ -24,6 +24,7 @@ function explodingEngine(): Engine {
     prepare: (job) => real.prepare(job),
     protectDocument: (job, data) => real.protectDocument(job, data),
     protectDocumentAsync: (job, data) => real.protectDocumentAsync(job, data),
+    offload: () => undefined,
     protectToCsv: (job, input) => real.protectToCsv(job, input),
     hasManifest: (name) => real.hasManifest(name),
     manifestNames: () => real.manifestNames(),

@@ -44,6 +44,7 @@ export const caCommand: Command = {
     const { config, problems } = loadConfig({ file: v.config as string | undefined });
     if (!config) throw new ConfigError(problems);
     const { writeCaBundleFor } = await import('../../capture/ca-bundle.ts');
+    await (await import('../../crypto/x509.ts')).loadX509(); // a CA made on the spot is built synchronously
     const result = writeCaBundleFor(config, out, owner);
     io.stdout.write(`${result.files.join('\n')}\n`);
     io.stdout.write(`gateway CA from ${result.caSource}; ${result.count} certificates in the bundle and the truststore (password changeit)\n`);

@@ -215,7 +215,9 @@ export function createExchange(deps: ExchangeDeps): Exchange {
             outcome = 'other-content';
             options.body = raw;
           } else {
-            const protectedBody = await phase.protectBodyAsync(decoded, contentType, requestId, kind);
+            // Unless a failure forwards `raw` as it came (onError: passthrough), a heavy body's memory moves to its worker.
+            const consume = decoded !== raw || route.onError !== 'passthrough';
+            const protectedBody = await phase.protectBodyAsync(decoded, contentType, requestId, kind, { consume });
             request = protectedBody.outcome;
             valuesProtected += request.valuesProtected;
             valuesFailed += request.valuesFailed;
@@ -261,7 +263,8 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         try {
           const codings = parseContentEncoding(upstream.headers['content-encoding']);
           const decoded = decodeContent(raw, codings, route.maxBodyBytes);
-          const result = await phase.protectBodyAsync(decoded, upstream.headers['content-type'] as string | undefined, requestId);
+          const consume = decoded !== raw || route.onError !== 'passthrough';
+          const result = await phase.protectBodyAsync(decoded, upstream.headers['content-type'] as string | undefined, requestId, undefined, { consume });
           valuesProtected += result.outcome.valuesProtected;
           valuesFailed += result.outcome.valuesFailed;
           body = result.outcome.dataSetType === undefined ? raw : encodeContent(result.body, codings);

@@ -4,7 +4,10 @@
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary, Scalar } from '../../core/types.ts';
 import type { RoutePhase } from '../../config/types.ts';
-import type { DocumentResult, Engine, PreparedJob } from '../../engine/types.ts';
+import type { Engine, PreparedJob } from '../../engine/types.ts';
+import { bytesCost } from '../../engine/offload-cost.ts';
+import { asBuffer, transferOf, type BytesResult } from '../../engine/worker-tasks.ts';
+import { protectDocumentBody } from './body-document.ts';
 import type { FieldAction } from '../../formats/codec.ts';
 import { parseJobRequest } from '../../engine/request.ts';
 import { normalizeName } from '../../manifest/selectors.ts';
@@ -39,8 +42,18 @@ export interface CompiledPhase {
    * content is refused with 415). Empty bodies come back as they are.
    */
   protectBody(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): { body: Buffer; outcome: PhaseOutcome };
-  /** protectBody for the exchange: a heavy body goes to a protection worker (Engine.protectDocumentAsync). */
-  protectBodyAsync(body: Buffer, contentType: string | undefined, requestId: string, kind?: BodyKind): Promise<{ body: Buffer; outcome: PhaseOutcome }>;
+  /**
+   * protectBody for the exchange: a heavy body (its length weighted by its kind, offload-cost.ts) goes
+   * to a protection worker as raw bytes, undecoded. `consume`: the caller reads `body` no more, so its
+   * memory is moved to the worker rather than copied (the caller's Buffer is empty afterwards).
+   */
+  protectBodyAsync(
+    body: Buffer,
+    contentType: string | undefined,
+    requestId: string,
+    kind?: BodyKind,
+    options?: { readonly consume?: boolean },
+  ): Promise<{ body: Buffer; outcome: PhaseOutcome }>;
   /** Protects the selected parameters of a raw query string (without `?`); others stay byte for byte. */
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
 }
@@ -85,32 +98,29 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
     context: dataSetType === 'LIST' ? { ...base.context, ...listContext, requestId } : { ...base.context, requestId },
   });
 
-  /** The body's kind, its text, and how protected text is written back in the body's encoding; refused (415) when it cannot be read. */
-  const decode = (body: Buffer, contentType: string | undefined, readAs: BodyKind | undefined): { kind: BodyKind; text: string; encode: (text: string) => Buffer } => {
-    const mediaType = mediaTypeOf(contentType);
-    const kind = readAs ?? kindOf(body, contentType);
-    if (kind === undefined) {
-      throw new DpgError(
-        'UNSUPPORTED_DATA_SET_TYPE',
-        `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
-      );
-    }
-    // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
-    const { text, encode } = readBodyText(body, kind, contentType);
-    return { kind, text, encode };
-  };
   // Form bodies stay inline: they are small by nature (a browser's fields), and pairs are cheap.
-  const protectForm = (text: string, encode: (text: string) => Buffer, requestId: string): { body: Buffer; outcome: PhaseOutcome } => {
+  const protectForm = (body: Buffer, contentType: string | undefined, requestId: string): { body: Buffer; outcome: PhaseOutcome } => {
+    // Decoded only when the gateway and every upstream read the same characters (body-charset.ts).
+    const { text, encode } = readBodyText(body, 'FORM', contentType);
     checkForm(text);
     const prepared = engine.prepare(jobFor('JSON', requestId));
     const out = protectPairs(text, prepared, () => true, 'form');
     const summary = prepared.finish();
     return { body: encode(out), outcome: outcomeOf('FORM', summary) };
   };
-  const documentOut = (kind: DataSetType, result: DocumentResult, encode: (text: string) => Buffer): { body: Buffer; outcome: PhaseOutcome } => {
-    const data = result.dataSet;
-    const outText = typeof data === 'string' ? data : JSON.stringify(data);
-    return { body: encode(outText), outcome: outcomeOf(kind, result.summary) };
+  /** The kind a body is read as; refused (415) when it has none. */
+  const kindFor = (body: Buffer, contentType: string | undefined, readAs: BodyKind | undefined): BodyKind => {
+    const kind = readAs ?? kindOf(body, contentType);
+    if (kind !== undefined) return kind;
+    const mediaType = mediaTypeOf(contentType);
+    throw new DpgError(
+      'UNSUPPORTED_DATA_SET_TYPE',
+      `Content-Type ${mediaType === '' ? '(none)' : printableType(mediaType)} has no data set type; set dataSetType on the route`,
+    );
+  };
+  const documentBody = (kind: DataSetType, body: Buffer, contentType: string | undefined, requestId: string): { body: Buffer; outcome: PhaseOutcome } => {
+    const out = protectDocumentBody(engine, jobFor(kind, requestId), body, contentType, kind);
+    return { body: out.body, outcome: outcomeOf(kind, out.summary) };
   };
 
   return {
@@ -122,17 +132,28 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
 
     protectBody(body, contentType, requestId, readAs) {
       if (body.length === 0) return { body, outcome: EMPTY };
-      const { kind, text, encode } = decode(body, contentType, readAs);
-      if (kind === 'FORM') return protectForm(text, encode, requestId);
-      return documentOut(kind, engine.protectDocument(jobFor(kind, requestId), text), encode);
+      const kind = kindFor(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(body, contentType, requestId);
+      return documentBody(kind, body, contentType, requestId);
     },
 
-    async protectBodyAsync(body, contentType, requestId, readAs) {
+    async protectBodyAsync(body, contentType, requestId, readAs, options = {}) {
       if (body.length === 0) return { body, outcome: EMPTY };
-      const { kind, text, encode } = decode(body, contentType, readAs);
-      if (kind === 'FORM') return protectForm(text, encode, requestId);
-      // A heavy body is protected in a worker (docs/operations.md, Workers): other exchanges go on.
-      return documentOut(kind, await engine.protectDocumentAsync(jobFor(kind, requestId), text), encode);
+      const kind = kindFor(body, contentType, readAs);
+      if (kind === 'FORM') return protectForm(body, contentType, requestId);
+      // A heavy body goes to a worker undecoded (docs/operations.md, Workers): other exchanges go on.
+      const task = { kind: 'body', job: jobFor(kind, requestId), bytes: body, contentType, type: kind } as const;
+      const running = engine.offload(bytesCost(kind, body.length), task, { transfer: options.consume ? transferOf(body) : [] });
+      if (!running) return documentBody(kind, body, contentType, requestId);
+      let result: BytesResult;
+      try {
+        result = (await running) as BytesResult;
+      } catch (err) {
+        // The exchange tells refused input (never passed through) by its class, which a worker's error lost.
+        if (err instanceof DpgError && err.name === 'RefusedInputError') throw new RefusedInputError(err.code as 'MALFORMED_DATA_SET', err.message);
+        throw err;
+      }
+      return { body: asBuffer(result.bytes), outcome: outcomeOf(kind, result.summary) };
     },
 
     protectQuery(query, requestId) {

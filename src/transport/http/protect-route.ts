@@ -1,17 +1,18 @@
 // POST /api/protect: one JSON, XML or SQL document in a JSON body, protected in memory (DESIGN §4).
-// A JSON dataSet given as an object or array is protected as the text the client wrote: its span
-// is found in the raw body, protected in place, and written into the response as it stands, so its
-// untouched values (big integers, key order, spacing, escapes) come back byte for byte.
+// The body's work — parsing, protecting, writing the answer — is protect-envelope.ts. A heavy body
+// (its byte length weighted by X-Data-Set-Type, offload-cost.ts) goes to a protection worker as raw
+// bytes, moved rather than copied, and its answer's bytes come back the same way: the event loop
+// only reads the body, checks the client's right to the job the worker read from it, and writes.
 
 import { DpgError } from '../../core/errors.ts';
-import type { DataSetType, ProtectSummary } from '../../core/types.ts';
-import { parseJobRequest } from '../../engine/request.ts';
+import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
+import { bytesCost } from '../../engine/offload-cost.ts';
+import { asBuffer, transferOf, type BytesResult } from '../../engine/worker-tasks.ts';
 import { authenticate } from './authenticate.ts';
-import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } from './exchange.ts';
-import { bodyEncodingHeader, dataSetTypeHeader, decodeUtf8, mediaType, sqlDialectHeader, type BodyEncoding } from './protect-headers.ts';
+import { noteJob, type Exchange, type HttpDeps } from './exchange.ts';
+import { bodyEncodingHeader, dataSetTypeHeader, mediaType, sqlDialectHeader } from './protect-headers.ts';
+import { openEnvelope, type EnvelopeHeaders } from './protect-envelope.ts';
 import { readBody } from './read-body.ts';
-import { decodeBase64Strict } from './base64-decoder.ts';
-import { topLevelMember } from '../../formats/json/text.ts';
 
 const DOCUMENT_TYPES: readonly DataSetType[] = ['JSON', 'XML', 'SQL'];
 
@@ -26,79 +27,46 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
   if (contentType !== undefined && contentType !== 'application/json' && !contentType.endsWith('+json')) {
     throw new DpgError('INVALID_REQUEST', 'Content-Type must be application/json');
   }
+  const headers: EnvelopeHeaders = {
+    dataSetType,
+    encoding,
+    sqlDialect: sqlDialectHeader(req),
+    requestId: ex.clientRequestId,
+    fallbackRequestId: ex.requestId,
+    maxDepth: deps.config.limits.maxDepth,
+  };
 
   const bytes = await readBody(req, deps.config.http.maxBodyBytes);
-  const text = decodeUtf8(bytes, 'The request body');
-  const body = parseJsonObject(text, 'The request body');
-  const job = parseJobRequest(
-    jobFieldsOf(body, {
-      dataSetType,
-      sqlDialect: sqlDialectHeader(req),
-      requestId: ex.clientRequestId,
-      fallbackRequestId: ex.requestId,
-    }),
-  );
-  noteJob(ex, job, deps.engine);
-  deps.identity.authorize(principal, job);
-
-  const dataSet = Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined;
-  const input = dataSetInput(dataSet, dataSetType, encoding);
-  // An object or array dataSet: the engine gets its exact text, not the parsed value.
-  const asWritten = typeof input === 'object' ? dataSetText(text, deps.config.limits.maxDepth) : undefined;
+  const authorize = (job: JobSpec): true => {
+    noteJob(ex, job, deps.engine);
+    deps.identity.authorize(principal, job);
+    return true;
+  };
   // A heavy document is protected in a worker (docs/operations.md, Workers): other requests go on meanwhile.
-  const result = await deps.engine.protectDocumentAsync(job, asWritten ?? input);
-  const dataSetJson = asWritten !== undefined ? (result.dataSet as string) : JSON.stringify(dataSetOutput(result.dataSet, encoding));
-
-  const rest = JSON.stringify({
-    requestId: job.context.requestId,
-    manifestName: job.manifestName,
-    jobType: job.jobType,
-    dataSetType: job.dataSetType,
-    summary: result.summary,
+  const running = deps.engine.offload(bytesCost(dataSetType, bytes.length), { kind: 'envelope', bytes, headers }, {
+    transfer: transferOf(bytes),
+    onAsk: (job) => authorize(job as JobSpec),
   });
-  // dataSet first, as the response always had it; the rest is ordinary JSON.
-  const payload = `{"dataSet":${dataSetJson},${rest.slice(1)}`;
+  let payload: Buffer;
+  let summary: ProtectSummary;
+  let requestId: string;
+  if (running) {
+    const result = (await running) as BytesResult;
+    payload = asBuffer(result.bytes);
+    summary = result.summary;
+    requestId = ex.requestId; // noteJob set it to the job's
+  } else {
+    const envelope = openEnvelope(bytes, headers);
+    authorize(envelope.job);
+    ({ payload, summary } = envelope.protect(deps.engine));
+    requestId = envelope.job.context.requestId;
+  }
   res.writeHead(200, {
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
+    'Content-Length': payload.length,
     'Cache-Control': 'no-store',
-    'X-Request-Id': job.context.requestId,
+    'X-Request-Id': requestId,
   });
   res.end(payload);
-  return result.summary;
-}
-
-/**
- * What the engine gets: for JSON an object/array as parsed, or a string of JSON text (returned as
- * a string); for XML and SQL a string; with base64, the decoded UTF-8 text of any type.
- */
-function dataSetInput(dataSet: unknown, type: DataSetType, encoding: BodyEncoding): unknown {
-  if (dataSet === undefined || dataSet === null) throw new DpgError('INVALID_REQUEST', 'Field dataSet is required');
-  if (encoding === 'base64') {
-    if (typeof dataSet !== 'string') throw new DpgError('INVALID_REQUEST', 'Field dataSet must be a base64 string (X-Body-Encoding: base64)');
-    return decodeUtf8(decodeBase64Strict(dataSet), 'The decoded dataSet');
-  }
-  if (type === 'JSON') {
-    if (typeof dataSet === 'object' || typeof dataSet === 'string') return dataSet;
-    throw new DpgError('INVALID_REQUEST', 'Field dataSet must be a JSON object or array (or a string of JSON text)');
-  }
-  if (typeof dataSet !== 'string') throw new DpgError('INVALID_REQUEST', `Field dataSet must be a string for ${type}`);
-  return dataSet;
-}
-
-/**
- * The text of the body's `dataSet` member as the client wrote it. The body parsed already, so only
- * a duplicate `dataSet` (which JSON.parse would settle silently, last one wins) can be refused here.
- */
-function dataSetText(body: string, maxDepth: number): string {
-  const span = topLevelMember(body, 'dataSet', { maxDepth: maxDepth + 1 }, 'The request body');
-  if (span === undefined) throw new DpgError('INVALID_REQUEST', 'Field dataSet is required');
-  return body.slice(span.start, span.end);
-}
-
-/** Same shape and encoding as the input: base64 in, base64 out. */
-function dataSetOutput(dataSet: unknown, encoding: BodyEncoding): unknown {
-  if (encoding !== 'base64') return dataSet;
-  const text = typeof dataSet === 'string' ? dataSet : JSON.stringify(dataSet);
-  return Buffer.from(text, 'utf8').toString('base64');
+  return summary;
 }
