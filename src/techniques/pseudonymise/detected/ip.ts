@@ -166,10 +166,69 @@ export class IpScheme {
     }
   }
 
+  /**
+   * step for many values (see KindScheme.many): FF1 once for all IPv4 addresses and once for all
+   * IPv6 ones (per digit count); an IPv6 pseudonym that must walk on does so alone, its steps
+   * counted in steps[k]. Undefined where step throws.
+   */
+  stepMany(values: readonly string[], decrypt: boolean, steps: Int32Array): (string | undefined)[] {
+    const out = new Array<string | undefined>(values.length);
+    const v4: number[] = [];
+    const octets: number[][] = [];
+    const v6: number[] = [];
+    const layouts: Layout[] = [];
+    const suffixes = new Array<string>(values.length);
+    for (let k = 0; k < values.length; k++) {
+      const written = values[k];
+      const cut = written.search(/[/%]/);
+      const value = cut >= 0 ? written.slice(0, cut) : written;
+      suffixes[k] = cut >= 0 ? written.slice(cut) : '';
+      try {
+        if (!value.includes(':')) {
+          octets.push(v4Octets(value));
+          v4.push(k);
+          continue;
+        }
+        const layout = parse(value);
+        if (layout.numerals.length < MIN_HEX) out[k] = value + suffixes[k];
+        else {
+          layouts.push(layout);
+          v6.push(k);
+        }
+      } catch (err) {
+        if (!(err instanceof ValueError)) throw err;
+      }
+    }
+    const v4Out = decrypt ? this.ff1Radix256.decryptBatch(octets, this.#v4Tweak) : this.ff1Radix256.encryptBatch(octets, this.#v4Tweak);
+    for (let j = 0; j < v4.length; j++) out[v4[j]] = Array.from(v4Out[j]).join('.') + suffixes[v4[j]];
+    const tweaks = layouts.map((l) => this.tweaks.get(`ipv6:${l.label}`));
+    const v6Out = decrypt
+      ? this.ff1Radix16.decryptBatch(layouts.map((l) => l.numerals), tweaks)
+      : this.ff1Radix16.encryptBatch(layouts.map((l) => l.numerals), tweaks);
+    for (let j = 0; j < v6.length; j++) {
+      const layout = layouts[j];
+      let numerals = v6Out[j];
+      let walked = 0;
+      while (!fits(layout, numerals) && walked < MAX_WALK) {
+        walked++;
+        numerals = decrypt ? this.ff1Radix16.decrypt(numerals, tweaks[j]) : this.ff1Radix16.encrypt(numerals, tweaks[j]);
+      }
+      if (!fits(layout, numerals)) continue;
+      out[v6[j]] = render(layout, numerals) + suffixes[v6[j]];
+      steps[v6[j]] += walked;
+    }
+    return out;
+  }
+
   #v4(value: string, decrypt: boolean): string {
-    const octets = value.split('.').map(Number);
-    if (octets.length !== 4 || octets.some((o) => !(o >= 0 && o <= 255))) throw new ValueError('NOT_AN_IP_ADDRESS');
+    const octets = v4Octets(value);
     const out = decrypt ? this.ff1Radix256.decrypt(octets, this.#v4Tweak) : this.ff1Radix256.encrypt(octets, this.#v4Tweak);
     return Array.from(out).join('.');
   }
+}
+
+function v4Octets(value: string): number[] {
+  const octets = value.split('.').map(Number);
+  if (octets.length !== 4 || octets.some((o) => !(o >= 0 && o <= 255))) throw new ValueError('NOT_AN_IP_ADDRESS');
+  return octets;
 }
