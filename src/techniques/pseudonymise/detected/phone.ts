@@ -20,6 +20,8 @@ import { RankCipher } from './rank-cipher.ts';
 import { walkSteps } from './walk-steps.ts';
 import { smallDomainPermute } from './small-domain.ts';
 import { digitsOf, digitsValue, withDigits, writeValue, type DetectedTweaks } from './digit-text.ts';
+import { internationalValid } from '../../../detect/phone-regions.ts';
+import { E164_MIN_DIGITS } from '../../../detect/phone.ts';
 
 /** Two-digit country calling codes (ITU-T E.164); 1 and 7 are the one-digit ones, all others three. */
 const CC2 = new Set([
@@ -64,6 +66,14 @@ const MIN_FREE = 6;
  * under FF1's minimum domain, shuffled instead (small-domain.ts). Fewer is no phone detection takes.
  */
 const MIN_SHUFFLED = 4;
+/**
+ * Numbers detection takes only when valid in their country's plan (`00` and the number as one
+ * group, or fewer than 8 digits after `+`/`00`): the last PLANNED_FREE digits (fewer when the
+ * national number is shorter) are shuffled (small-domain.ts) and cycle-walked until the number is
+ * valid in the plan again, so the pseudonym is detected like the original by construction.
+ * Expected steps: 10^4 / (valid endings of the kept digits); at most 10^4 (a cycle of the shuffle).
+ */
+const PLANNED_FREE = 4;
 /** A walk this long means the input was outside the set (a bug): 2^-1000 at worst otherwise. */
 const MAX_WALK = 10_000;
 
@@ -89,6 +99,7 @@ export class PhoneScheme {
     const plan = this.#plan(value);
     const digits = plan.digits;
     if (plan.how === 'nanp') return this.#nanpWrite(value, digits, plan.from, this.#nanp.permute(plan.rank, this.tweaks.get('phone:nanp'), decrypt));
+    if (plan.how === 'planned') return this.#plannedStep(value, plan, decrypt);
     const { kept, free } = plan;
     if (plan.how === 'ff1') {
       for (let steps = 0; ; steps++) {
@@ -179,6 +190,14 @@ export class PhoneScheme {
         nanpOutside = true;
       }
       kept = prefix + cc;
+      const nsn = n - kept;
+      const oneGroup = !plus && /^\d+$/.test(value);
+      if (!nanpOutside && (oneGroup || n - prefix < E164_MIN_DIGITS)) {
+        // Taken by detection only as a valid number of its plan: the pseudonym must be one too.
+        const free = Math.min(PLANNED_FREE, nsn);
+        if (free < 1) throw new ValueError('VALUE_TOO_SHORT_FOR_FPE');
+        return { how: 'planned', digits, kept: n - free, free, prefix, tweak: this.tweaks.get(`phone:plan:${n}:${n - free}`) };
+      }
     } else if ((n === 10 || (n === 11 && digits[0] === 1)) && isNanp(digits, n - 10)) {
       return this.#nanpPlan(digits, n - 10);
     } else {
@@ -201,6 +220,26 @@ export class PhoneScheme {
     const exchange = EXCHANGE_INDEX[digitsValue(digits, from + 3, 3)];
     if (area < 0 || exchange < 0) throw new ValueError('NOT_A_PHONE');
     return { how: 'nanp', digits, from, rank: (area * EXCHANGES.length + exchange) * LINES + digitsValue(digits, from + 6, 4) };
+  }
+
+  /** A plan-checked number: its last digits shuffled and walked until it is valid in its plan again. */
+  #plannedStep(value: string, plan: PlannedPlan, decrypt: boolean): string {
+    const { digits, kept, free, prefix, tweak } = plan;
+    const head = String.fromCharCode(...digits.subarray(prefix, kept).map((d) => d + 48));
+    const valid = (ending: number): boolean => internationalValid(head + String(ending).padStart(free, '0'));
+    let ending = digitsValue(digits, kept, free);
+    if (!valid(ending)) throw new ValueError('NOT_A_PHONE');
+    const size = 10 ** free;
+    // A cycle of the shuffle is at most `size` long and holds the input, which is valid: the walk ends.
+    for (let steps = 0; steps <= size; steps++) {
+      ending = smallDomainPermute(this.key, tweak, size, ending, decrypt);
+      if (valid(ending)) {
+        writeValue(digits, kept, free, ending);
+        return withDigits(value, digits);
+      }
+      walkSteps.count++;
+    }
+    throw new ValueError('FPE_DOMAIN_ERROR');
   }
 
   /** Ten NANP digits at digits[from…] rewritten as the valid number of rank `out`. */
@@ -232,4 +271,15 @@ interface Ff1Plan {
   readonly nanpOutside: boolean;
 }
 
-type PhonePlan = NanpPlan | Ff1Plan;
+/** A number detection takes only when valid in its plan: digits[kept…] walked among valid endings. */
+interface PlannedPlan {
+  readonly how: 'planned';
+  readonly digits: Uint16Array;
+  readonly kept: number;
+  readonly free: number;
+  /** Digits of the `00` prefix (0 after `+`): the plan is checked on the digits after it. */
+  readonly prefix: number;
+  readonly tweak: Uint8Array;
+}
+
+type PhonePlan = NanpPlan | Ff1Plan | PlannedPlan;
