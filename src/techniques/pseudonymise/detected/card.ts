@@ -97,10 +97,26 @@ export class CardScheme {
         if (!(err instanceof ValueError)) throw err;
       }
     }
-    const middles = plans.map((p) => p.digits.subarray(p.first, p.first + p.free));
-    const tweaks = plans.map((p) => p.tweak);
-    const results = decrypt ? this.ff1.decryptBatch(middles, tweaks) : this.ff1.encryptBatch(middles, tweaks);
-    for (let j = 0; j < index.length; j++) out[index[j]] = this.#finish(values[index[j]], plans[j], results[j]);
+    // The FF1 digits of every card in one packed array, encrypted in place (no array per value).
+    const count = plans.length;
+    const starts = new Int32Array(count);
+    const lengths = new Int32Array(count);
+    const tweaks = new Array<Uint8Array>(count);
+    let total = 0;
+    for (let j = 0; j < count; j++) {
+      starts[j] = total;
+      lengths[j] = plans[j].free;
+      tweaks[j] = plans[j].tweak;
+      total += plans[j].free;
+    }
+    const packed = new Uint16Array(total);
+    for (let j = 0; j < count; j++) {
+      const { digits, first, free } = plans[j];
+      for (let d = 0; d < free; d++) packed[starts[j] + d] = digits[first + d];
+    }
+    if (decrypt) this.ff1.decryptPacked(packed, starts, lengths, tweaks);
+    else this.ff1.encryptPacked(packed, starts, lengths, tweaks);
+    for (let j = 0; j < count; j++) out[index[j]] = this.#finish(values[index[j]], plans[j], packed.subarray(starts[j], starts[j] + lengths[j]));
     return out;
   }
 

@@ -180,7 +180,7 @@ export class IpScheme {
     const suffixes = new Array<string>(values.length);
     for (let k = 0; k < values.length; k++) {
       const written = values[k];
-      const cut = written.search(/[/%]/);
+      const cut = suffixAt(written);
       const value = cut >= 0 ? written.slice(0, cut) : written;
       suffixes[k] = cut >= 0 ? written.slice(cut) : '';
       try {
@@ -199,23 +199,51 @@ export class IpScheme {
         if (!(err instanceof ValueError)) throw err;
       }
     }
-    const v4Out = decrypt ? this.ff1Radix256.decryptBatch(octets, this.#v4Tweak) : this.ff1Radix256.encryptBatch(octets, this.#v4Tweak);
-    for (let j = 0; j < v4.length; j++) out[v4[j]] = Array.from(v4Out[j]).join('.') + suffixes[v4[j]];
+    // Every IPv4 address's four octets in one packed array, encrypted in place.
+    const packed = new Uint16Array(4 * v4.length);
+    const starts = new Int32Array(v4.length);
+    for (let j = 0; j < v4.length; j++) {
+      starts[j] = 4 * j;
+      packed.set(octets[j], 4 * j);
+    }
+    const lengths = new Int32Array(v4.length).fill(4);
+    const v4Tweaks = new Array<Uint8Array>(v4.length).fill(this.#v4Tweak);
+    if (decrypt) this.ff1Radix256.decryptPacked(packed, starts, lengths, v4Tweaks);
+    else this.ff1Radix256.encryptPacked(packed, starts, lengths, v4Tweaks);
+    for (let j = 0; j < v4.length; j++) {
+      const o = 4 * j;
+      out[v4[j]] = `${packed[o]}.${packed[o + 1]}.${packed[o + 2]}.${packed[o + 3]}${suffixes[v4[j]]}`;
+    }
+    // IPv6: every address's hex digits in one packed array, encrypted in place; the walk (an
+    // unpadded group's first digit 0, or no letter in an upper-case address) batched too.
     const tweaks = layouts.map((l) => this.tweaks.get(`ipv6:${l.label}`));
-    const v6Out = decrypt
-      ? this.ff1Radix16.decryptBatch(layouts.map((l) => l.numerals), tweaks)
-      : this.ff1Radix16.encryptBatch(layouts.map((l) => l.numerals), tweaks);
-    for (let j = 0; j < v6.length; j++) {
-      const layout = layouts[j];
-      let numerals = v6Out[j];
-      let walked = 0;
-      while (!fits(layout, numerals) && walked < MAX_WALK) {
-        walked++;
-        numerals = decrypt ? this.ff1Radix16.decrypt(numerals, tweaks[j]) : this.ff1Radix16.encrypt(numerals, tweaks[j]);
+    const v6Starts = new Int32Array(layouts.length);
+    const v6Lengths = new Int32Array(layouts.length);
+    let total = 0;
+    for (let j = 0; j < layouts.length; j++) {
+      v6Starts[j] = total;
+      v6Lengths[j] = layouts[j].numerals.length;
+      total += v6Lengths[j];
+    }
+    const hex = new Uint16Array(total);
+    for (let j = 0; j < layouts.length; j++) hex.set(layouts[j].numerals, v6Starts[j]);
+    const numeralsOf = (j: number): Uint16Array => hex.subarray(v6Starts[j], v6Starts[j] + v6Lengths[j]);
+    let walking: number[] | undefined;
+    for (let walked = 0; walking === undefined || (walking.length > 0 && walked < MAX_WALK); walked++) {
+      if (decrypt) this.ff1Radix16.decryptPacked(hex, v6Starts, v6Lengths, tweaks, walking);
+      else this.ff1Radix16.encryptPacked(hex, v6Starts, v6Lengths, tweaks, walking);
+      const still: number[] = [];
+      const n = walking === undefined ? layouts.length : walking.length;
+      for (let w = 0; w < n; w++) {
+        const j = walking === undefined ? w : walking[w];
+        if (walking !== undefined) steps[v6[j]]++;
+        if (!fits(layouts[j], numeralsOf(j))) still.push(j);
       }
-      if (!fits(layout, numerals)) continue;
-      out[v6[j]] = render(layout, numerals) + suffixes[v6[j]];
-      steps[v6[j]] += walked;
+      walking = still;
+    }
+    for (let j = 0; j < v6.length; j++) {
+      const numerals = numeralsOf(j);
+      if (fits(layouts[j], numerals)) out[v6[j]] = render(layouts[j], numerals) + suffixes[v6[j]];
     }
     return out;
   }
@@ -225,6 +253,15 @@ export class IpScheme {
     const out = decrypt ? this.ff1Radix256.decrypt(octets, this.#v4Tweak) : this.ff1Radix256.encrypt(octets, this.#v4Tweak);
     return Array.from(out).join('.');
   }
+}
+
+/** Where a prefix length or zone id starts (`/`, `%`), or -1: step's `search(/[/%]/)` without a regex. */
+function suffixAt(text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 47 || c === 37) return i;
+  }
+  return -1;
 }
 
 function v4Octets(value: string): number[] {

@@ -153,13 +153,26 @@ export class PhoneScheme {
       out[k] = this.#nanpWrite(values[k], nanpPlans[j].digits, nanpPlans[j].from, ranks[j]);
       steps[k] += taken[j];
     }
-    const parts = ff1Plans.map((p) => p.digits.subarray(p.kept));
-    const tweaks = ff1Plans.map((p) => p.tweak);
-    const results = decrypt ? this.ff1.decryptBatch(parts, tweaks) : this.ff1.encryptBatch(parts, tweaks);
+    // The FF1 digits of every other number in one packed array, encrypted in place.
+    const count = ff1Plans.length;
+    const starts = new Int32Array(count);
+    const lengths = new Int32Array(count);
+    const tweaks = new Array<Uint8Array>(count);
+    let total = 0;
+    for (let j = 0; j < count; j++) {
+      starts[j] = total;
+      lengths[j] = ff1Plans[j].free;
+      tweaks[j] = ff1Plans[j].tweak;
+      total += ff1Plans[j].free;
+    }
+    const packed = new Uint16Array(total);
+    for (let j = 0; j < count; j++) packed.set(ff1Plans[j].digits.subarray(ff1Plans[j].kept), starts[j]);
+    if (decrypt) this.ff1.decryptPacked(packed, starts, lengths, tweaks);
+    else this.ff1.encryptPacked(packed, starts, lengths, tweaks);
     for (let j = 0; j < ff1.length; j++) {
       const k = ff1[j];
       const { digits, kept, tweak, nanpOutside } = ff1Plans[j];
-      digits.set(results[j], kept);
+      digits.set(packed.subarray(starts[j], starts[j] + lengths[j]), kept);
       let walked = 0;
       while (nanpOutside && isNanp(digits, digits.length - 10) && walked < MAX_WALK) {
         walked++;
