@@ -69,6 +69,10 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
+  /** While a batch is protected: each text's spans, scanned once by prefetch. */
+  private scans: Map<string, readonly DetectedSpan[]> | undefined;
+  /** While a batch is protected: the first scheme step of its detected values, per kind (prefetch). */
+  private firstSteps: Map<DetectKind, Map<string, FirstStep>> | undefined;
 
   constructor(
     private readonly run: RunState,
@@ -96,6 +100,17 @@ export class ContentFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
+    if (values.length > 1) this.prefetch(values);
+    try {
+      this.protectEach(out, location);
+    } finally {
+      this.scans = undefined;
+      this.firstSteps = undefined;
+    }
+    return out;
+  }
+
+  private protectEach(out: Scalar[], location: (index: number) => string): void {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
@@ -103,7 +118,64 @@ export class ContentFieldAction implements FieldAction {
       const r = this.protect(v);
       out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
-    return out;
+  }
+
+  /**
+   * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are kept
+   * for protectEach) and the first step of every detected value goes through its kind's scheme in
+   * one batched call per kind (KindScheme.many), kept in firstSteps. A step is a pure function of
+   * the value under this request's keys, so taking it from here instead of computing it on the
+   * spot changes no byte of the output; walking on in context, failures and counts all happen in
+   * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
+   * values inside tokens) simply miss and are stepped on the spot.
+   */
+  private prefetch(values: readonly Scalar[]): void {
+    const reverse = this.mode === 'reconstruct';
+    if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return;
+    const scans = new Map<string, readonly DetectedSpan[]>();
+    const wanted = new Map<DetectKind, Set<string>>();
+    for (const value of values) {
+      if (typeof value !== 'string' || value.length < 4 || scans.has(value)) continue;
+      if (reverse && value.includes(TOKEN_PREFIX)) continue;
+      const spans = this.scanner.scan(value);
+      scans.set(value, spans);
+      if (spans.length === 0) continue;
+      const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
+      if (!whole && !this.inText) continue;
+      for (const span of spans) {
+        const bound = this.kinds.get(span.kind)!;
+        if (bound.scheme === undefined || bound.removes) continue;
+        let set = wanted.get(span.kind);
+        if (set === undefined) wanted.set(span.kind, (set = new Set()));
+        set.add(whole ? value : value.slice(span.start, span.end));
+      }
+    }
+    this.scans = scans;
+    const firstSteps = new Map<DetectKind, Map<string, FirstStep>>();
+    for (const [kind, set] of wanted) {
+      const inputs = [...set];
+      const steps = new Int32Array(inputs.length);
+      const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
+      const byInput = new Map<string, FirstStep>();
+      for (let k = 0; k < inputs.length; k++) {
+        const out = outs[k];
+        if (out !== undefined) byInput.set(inputs[k], { out, steps: steps[k] });
+      }
+      firstSteps.set(kind, byInput);
+    }
+    this.firstSteps = firstSteps;
+  }
+
+  /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
+  private schemeStep(kind: DetectKind, scheme: KindScheme, value: Scalar, decrypt: boolean): Scalar {
+    if (typeof value === 'string') {
+      const first = this.firstSteps?.get(kind)?.get(value);
+      if (first !== undefined) {
+        walkSteps.count += first.steps;
+        return first.out;
+      }
+    }
+    return decrypt ? scheme.inverse(value) : scheme.forward(value);
   }
 
   applyPieces(pieces: readonly string[], location: string | (() => string)): string[] {
@@ -173,7 +245,7 @@ export class ContentFieldAction implements FieldAction {
   }
 
   private forwardText(text: string): Scalar {
-    const spans = this.scanner.scan(text);
+    const spans = this.scans?.get(text) ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
     if (spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
@@ -282,7 +354,7 @@ export class ContentFieldAction implements FieldAction {
    */
   private reverseText(text: string): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const pieces = this.mode === 'reconstruct' ? merge(tokens, this.scanner.scan(text)) : tokens;
+    const pieces = this.mode === 'reconstruct' ? merge(tokens, this.scans?.get(text) ?? this.scanner.scan(text)) : tokens;
     if (pieces.length === 0) return text;
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
     if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
@@ -370,13 +442,13 @@ export class ContentFieldAction implements FieldAction {
         const t = bound.technique;
         if (!t.inverse) return value;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => scheme.inverse(v) : (v) => t.inverse!(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
       else if (this.mode === 'pseudonymise') {
         const t = bound.technique;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => scheme.forward(v) : (v) => t.forward(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context);
       } else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
@@ -503,6 +575,12 @@ class PersonalNameAction implements FieldAction {
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     return values.map((_, i) => this.apply(null, () => location(i)));
   }
+}
+
+/** A value's first scheme step, taken in a batch, and the cycle-walk steps the scheme took. */
+interface FirstStep {
+  readonly out: Scalar;
+  readonly steps: number;
 }
 
 class DetectedFailure extends Error {

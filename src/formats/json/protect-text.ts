@@ -43,6 +43,19 @@ class TextProtector {
    */
   readonly editSpans: number[] = [];
   readonly editTexts: string[] = [];
+  /**
+   * Strings waiting for the content-detection action, protected together (FieldAction.applyBatch:
+   * FF1 then runs once per batch, not once per value). Anything else that could record a failure
+   * or an edit first protects what is waiting, so edits stay in document order and failures are
+   * recorded in the order a one-by-one walk records them.
+   */
+  private pendingAction: FieldAction | undefined;
+  private readonly pendingValues: string[] = [];
+  /** [start, end) of each waiting string's token, two numbers a value. */
+  private readonly pendingSpans: number[] = [];
+  /** Where each waiting string sits: the trail when it was read, and its own key or index. */
+  private readonly pendingTrails: (readonly (string | number)[])[] = [];
+  private readonly pendingLast: (string | number | undefined)[] = [];
   /** The member being read, for `memberLocation` (one function for all members, no closure each). */
   private memberKey = '';
   private readonly memberLocation = (): string => this.locationTo(this.memberKey);
@@ -73,6 +86,31 @@ class TextProtector {
       if (loose !== undefined) this.applyScalar(loose, p, end, reader.scalarValue(p, end), undefined, 0);
     }
     reader.end(end);
+    this.flush();
+  }
+
+  /** Protects the waiting strings (see pendingAction) and records their edits. */
+  private flush(): void {
+    const action = this.pendingAction;
+    if (action === undefined) return;
+    this.pendingAction = undefined;
+    const values = this.pendingValues.slice();
+    const spans = this.pendingSpans.slice();
+    const trails = this.pendingTrails.slice();
+    const lasts = this.pendingLast.slice();
+    this.pendingValues.length = 0;
+    this.pendingSpans.length = 0;
+    this.pendingTrails.length = 0;
+    this.pendingLast.length = 0;
+    const out = action.applyBatch(values, (k) => locationOf(trails[k], lasts[k]));
+    for (let k = 0; k < values.length; k++) {
+      if (!Object.is(out[k], values[k])) this.edit(spans[2 * k], spans[2 * k + 1], encodeScalar(out[k], false));
+    }
+  }
+
+  /** Protects the waiting strings unless `action` is the one they wait for (see pendingAction). */
+  private flushFor(action: FieldAction): void {
+    if (this.pendingAction !== undefined && action !== this.pendingAction) this.flush();
   }
 
   /** The protected text: the original with the edits applied (the same string when there are none). */
@@ -91,6 +129,7 @@ class TextProtector {
   }
 
   private edit(start: number, end: number, replacement: string): void {
+    if (this.pendingAction !== undefined) this.flush();
     this.editSpans.push(start, end);
     this.editTexts.push(replacement);
   }
@@ -102,16 +141,28 @@ class TextProtector {
   }
 
   private locationTo(last: string | number | undefined): string {
-    let p = '$';
-    for (const step of this.trail) p += typeof step === 'number' ? `[${step}]` : locationStep(step);
-    if (last === undefined) return p;
-    return p + (typeof last === 'number' ? `[${last}]` : locationStep(last));
+    return locationOf(this.trail, last);
   }
 
   private applyScalar(action: FieldAction, start: number, end: number, value: Scalar, last: string | number | undefined, depth: number): void {
     // A number handed over as its text (a big integer) is written back as a number if it still is one.
     const numberAsText = typeof value === 'string' && this.text.charCodeAt(start) !== C.Quote;
-    if (action.byContent === true && typeof value === 'string' && !numberAsText && this.embedded(start, value, last, depth)) return;
+    if (action.byContent === true && typeof value === 'string' && !numberAsText) {
+      if (!looksLikeDocument(value)) {
+        // Free text for content detection: it waits to be protected with the strings after it.
+        this.flushFor(action);
+        this.pendingAction = action;
+        this.pendingValues.push(value);
+        this.pendingSpans.push(start, end);
+        this.pendingTrails.push(this.trail.slice());
+        this.pendingLast.push(last);
+        if (this.pendingValues.length >= PENDING_BATCH) this.flush();
+        return;
+      }
+      this.flush();
+      if (this.embedded(start, value, last, depth)) return;
+    }
+    this.flush();
     const out = action.apply(value, () => this.locationTo(last));
     if (Object.is(out, value)) return;
     this.edit(start, end, encodeScalar(out, numberAsText));
@@ -170,6 +221,7 @@ class TextProtector {
       let removed = false;
       if (isContainer) {
         this.memberKey = key;
+        if (action !== undefined) this.flushFor(action);
         if (action !== undefined && action.removes(CONTAINER, this.memberLocation)) {
           removed = true;
           valueEnd = reader.skipValue(valueStart, depth);
@@ -184,6 +236,7 @@ class TextProtector {
         if (action !== undefined) {
           const value = reader.scalarValue(valueStart, valueEnd);
           this.memberKey = key;
+          this.flushFor(action);
           if (action.removes(value, this.memberLocation)) removed = true;
           else {
             if (runStart >= 0) runStart = this.cutRun(runStart, keyStart);
@@ -250,6 +303,17 @@ export function protectJsonText(
   const protector = new TextProtector(new JsonText(text, limits, what), resolver);
   protector.protect(inherited);
   return protector.output();
+}
+
+/** Strings for content detection protected together at most (a bound on what waits in memory). */
+const PENDING_BATCH = 4096;
+
+/** A failure location: keys that are not plain names are withheld (`$.a[?]`). */
+function locationOf(trail: readonly (string | number)[], last: string | number | undefined): string {
+  let p = '$';
+  for (const step of trail) p += typeof step === 'number' ? `[${step}]` : locationStep(step);
+  if (last === undefined) return p;
+  return p + (typeof last === 'number' ? `[${last}]` : locationStep(last));
 }
 
 /** `{…}` or `[…]` around optional white space: worth a strict parse as a document. */

@@ -166,10 +166,106 @@ export class IpScheme {
     }
   }
 
+  /**
+   * step for many values (see KindScheme.many): FF1 once for all IPv4 addresses and once for all
+   * IPv6 ones (per digit count); an IPv6 pseudonym that must walk on does so alone, its steps
+   * counted in steps[k]. Undefined where step throws.
+   */
+  stepMany(values: readonly string[], decrypt: boolean, steps: Int32Array): (string | undefined)[] {
+    const out = new Array<string | undefined>(values.length);
+    const v4: number[] = [];
+    const octets: number[][] = [];
+    const v6: number[] = [];
+    const layouts: Layout[] = [];
+    const suffixes = new Array<string>(values.length);
+    for (let k = 0; k < values.length; k++) {
+      const written = values[k];
+      const cut = suffixAt(written);
+      const value = cut >= 0 ? written.slice(0, cut) : written;
+      suffixes[k] = cut >= 0 ? written.slice(cut) : '';
+      try {
+        if (!value.includes(':')) {
+          octets.push(v4Octets(value));
+          v4.push(k);
+          continue;
+        }
+        const layout = parse(value);
+        if (layout.numerals.length < MIN_HEX) out[k] = value + suffixes[k];
+        else {
+          layouts.push(layout);
+          v6.push(k);
+        }
+      } catch (err) {
+        if (!(err instanceof ValueError)) throw err;
+      }
+    }
+    // Every IPv4 address's four octets in one packed array, encrypted in place.
+    const packed = new Uint16Array(4 * v4.length);
+    const starts = new Int32Array(v4.length);
+    for (let j = 0; j < v4.length; j++) {
+      starts[j] = 4 * j;
+      packed.set(octets[j], 4 * j);
+    }
+    const lengths = new Int32Array(v4.length).fill(4);
+    const v4Tweaks = new Array<Uint8Array>(v4.length).fill(this.#v4Tweak);
+    if (decrypt) this.ff1Radix256.decryptPacked(packed, starts, lengths, v4Tweaks);
+    else this.ff1Radix256.encryptPacked(packed, starts, lengths, v4Tweaks);
+    for (let j = 0; j < v4.length; j++) {
+      const o = 4 * j;
+      out[v4[j]] = `${packed[o]}.${packed[o + 1]}.${packed[o + 2]}.${packed[o + 3]}${suffixes[v4[j]]}`;
+    }
+    // IPv6: every address's hex digits in one packed array, encrypted in place; the walk (an
+    // unpadded group's first digit 0, or no letter in an upper-case address) batched too.
+    const tweaks = layouts.map((l) => this.tweaks.get(`ipv6:${l.label}`));
+    const v6Starts = new Int32Array(layouts.length);
+    const v6Lengths = new Int32Array(layouts.length);
+    let total = 0;
+    for (let j = 0; j < layouts.length; j++) {
+      v6Starts[j] = total;
+      v6Lengths[j] = layouts[j].numerals.length;
+      total += v6Lengths[j];
+    }
+    const hex = new Uint16Array(total);
+    for (let j = 0; j < layouts.length; j++) hex.set(layouts[j].numerals, v6Starts[j]);
+    const numeralsOf = (j: number): Uint16Array => hex.subarray(v6Starts[j], v6Starts[j] + v6Lengths[j]);
+    let walking: number[] | undefined;
+    for (let walked = 0; walking === undefined || (walking.length > 0 && walked < MAX_WALK); walked++) {
+      if (decrypt) this.ff1Radix16.decryptPacked(hex, v6Starts, v6Lengths, tweaks, walking);
+      else this.ff1Radix16.encryptPacked(hex, v6Starts, v6Lengths, tweaks, walking);
+      const still: number[] = [];
+      const n = walking === undefined ? layouts.length : walking.length;
+      for (let w = 0; w < n; w++) {
+        const j = walking === undefined ? w : walking[w];
+        if (walking !== undefined) steps[v6[j]]++;
+        if (!fits(layouts[j], numeralsOf(j))) still.push(j);
+      }
+      walking = still;
+    }
+    for (let j = 0; j < v6.length; j++) {
+      const numerals = numeralsOf(j);
+      if (fits(layouts[j], numerals)) out[v6[j]] = render(layouts[j], numerals) + suffixes[v6[j]];
+    }
+    return out;
+  }
+
   #v4(value: string, decrypt: boolean): string {
-    const octets = value.split('.').map(Number);
-    if (octets.length !== 4 || octets.some((o) => !(o >= 0 && o <= 255))) throw new ValueError('NOT_AN_IP_ADDRESS');
+    const octets = v4Octets(value);
     const out = decrypt ? this.ff1Radix256.decrypt(octets, this.#v4Tweak) : this.ff1Radix256.encrypt(octets, this.#v4Tweak);
     return Array.from(out).join('.');
   }
+}
+
+/** Where a prefix length or zone id starts (`/`, `%`), or -1: step's `search(/[/%]/)` without a regex. */
+function suffixAt(text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 47 || c === 37) return i;
+  }
+  return -1;
+}
+
+function v4Octets(value: string): number[] {
+  const octets = value.split('.').map(Number);
+  if (octets.length !== 4 || octets.some((o) => !(o >= 0 && o <= 255))) throw new ValueError('NOT_AN_IP_ADDRESS');
+  return octets;
 }

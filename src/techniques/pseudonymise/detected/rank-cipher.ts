@@ -42,4 +42,36 @@ export class RankCipher {
       walkSteps.count++;
     }
   }
+
+  /**
+   * permute for many ranks at once, in place (one AES call per Feistel round for all of them, the
+   * walk batched too): ranks[k] becomes its image, steps[k] gains the extra steps it took (what
+   * permute counts in walkSteps, which this leaves alone). A rank still outside after MAX_WALK
+   * steps (a bug) becomes NaN.
+   */
+  permuteMany(ranks: Float64Array, tweak: Uint8Array, decrypt: boolean, steps: Int32Array): void {
+    const count = ranks.length;
+    if (count === 0) return;
+    const lengths = new Int32Array(count).fill(this.bits);
+    const tweaks = new Array<Uint8Array>(count).fill(tweak);
+    let which: number[] | undefined;
+    for (let step = 0; ; step++) {
+      if (decrypt) this.ff1.decryptNumbers(ranks, lengths, tweaks, which);
+      else this.ff1.encryptNumbers(ranks, lengths, tweaks, which);
+      const still: number[] = [];
+      const n = which === undefined ? count : which.length;
+      for (let j = 0; j < n; j++) {
+        const k = which === undefined ? j : which[j];
+        const out = ranks[k];
+        if (!(out < this.size && this.accept(out))) still.push(k);
+      }
+      if (still.length === 0) return;
+      if (step >= MAX_WALK) {
+        for (const k of still) ranks[k] = NaN;
+        return;
+      }
+      for (const k of still) steps[k]++;
+      which = still;
+    }
+  }
 }

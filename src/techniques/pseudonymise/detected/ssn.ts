@@ -45,8 +45,37 @@ export class SsnScheme {
   }
 
   step(value: string, decrypt: boolean): string {
-    const digits = digitsOf(value);
-    if (digits.length !== 9 || !isSsnDigits(String.fromCharCode(...digits.map((d) => d + 48)))) throw new ValueError('NOT_AN_SSN');
-    return withDigits(value, digitsOfRank(this.#cipher.permute(rankOf(digits), this.#tweak, decrypt)));
+    return withDigits(value, digitsOfRank(this.#cipher.permute(checkedRank(value), this.#tweak, decrypt)));
   }
+
+  /** step for many values, the rank cipher run once for all (see KindScheme.many); undefined where step throws. */
+  stepMany(values: readonly string[], decrypt: boolean, steps: Int32Array): (string | undefined)[] {
+    const out = new Array<string | undefined>(values.length);
+    const index: number[] = [];
+    const ranks: number[] = [];
+    for (let k = 0; k < values.length; k++) {
+      try {
+        ranks.push(checkedRank(values[k]));
+        index.push(k);
+      } catch (err) {
+        if (!(err instanceof ValueError)) throw err;
+      }
+    }
+    const permuted = Float64Array.from(ranks);
+    const taken = new Int32Array(permuted.length);
+    this.#cipher.permuteMany(permuted, this.#tweak, decrypt, taken);
+    for (let j = 0; j < index.length; j++) {
+      const k = index[j];
+      if (Number.isNaN(permuted[j])) continue;
+      out[k] = withDigits(values[k], digitsOfRank(permuted[j]));
+      steps[k] += taken[j];
+    }
+    return out;
+  }
+}
+
+function checkedRank(value: string): number {
+  const digits = digitsOf(value);
+  if (digits.length !== 9 || !isSsnDigits(String.fromCharCode(...digits.map((d) => d + 48)))) throw new ValueError('NOT_AN_SSN');
+  return rankOf(digits);
 }
