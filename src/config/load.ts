@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import { ConfigError, type ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, type YamlValue } from '../core/yaml-reader.ts';
+import { DEFAULT_OVERLOAD } from '../core/overload.ts';
 import type {
   ApiKeyConfig,
   ClientConfig,
@@ -21,6 +22,7 @@ import type {
   LimitsConfig,
   ListenAddress,
   LoggingConfig,
+  OverloadConfig,
   ProxyConfig,
   ProxyRoute,
   PseudonymScopeConfig,
@@ -346,13 +348,27 @@ class SectionReader {
   }
 
   limits(v: YamlValue | undefined): LimitsConfig {
-    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength', 'maxDocumentBytes', 'workers'] as const);
+    const f = v?.fields(['maxDepth', 'maxRows', 'maxValueLength', 'maxDocumentBytes', 'workers', 'overload'] as const);
     return {
       maxDepth: f ? this.int(f.maxDepth, 256, 1, 10_000) : 256,
       maxRows: f ? this.int(f.maxRows, 1_000_000, 1) : 1_000_000,
       maxValueLength: f ? this.int(f.maxValueLength, MiB, 1) : MiB,
       maxDocumentBytes: f ? this.int(f.maxDocumentBytes, 64 * MiB, 1) : 64 * MiB,
       workers: this.workers(f?.workers),
+      overload: this.overload(f?.overload),
+    };
+  }
+
+  /** limits.overload: per-door shedding bounds (docs/operations.md#overload). */
+  private overload(v: YamlValue | undefined): OverloadConfig {
+    const d = DEFAULT_OVERLOAD;
+    const f = v?.present ? v.fields(['maxRequestsInFlight', 'maxBytesInFlight', 'maxEventLoopDelayMs', 'retryAfterSeconds'] as const) : undefined;
+    if (!f) return d;
+    return {
+      maxRequestsInFlight: this.int(f.maxRequestsInFlight, d.maxRequestsInFlight, 1),
+      maxBytesInFlight: this.int(f.maxBytesInFlight, d.maxBytesInFlight, 1),
+      maxEventLoopDelayMs: this.int(f.maxEventLoopDelayMs, d.maxEventLoopDelayMs, 0),
+      retryAfterSeconds: this.int(f.retryAfterSeconds, d.retryAfterSeconds, 1, 3600),
     };
   }
 

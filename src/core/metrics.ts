@@ -30,6 +30,12 @@ export interface KeyringObservation {
   readonly checks: readonly { readonly kid: string; readonly version: number; readonly kcv: string }[];
 }
 
+/** What the overload gauges read at scrape time (core/overload.ts). */
+export interface OverloadSource {
+  load(): readonly { door: string; requests: number; bytes: number }[];
+  loopDelayMs(): number;
+}
+
 interface RequestChildren {
   readonly requests: { inc(): void };
   readonly values: { inc(value: number): void };
@@ -48,6 +54,8 @@ export class Metrics {
   private readonly proxyAdded: Histogram<'route'>;
   private readonly keyringInfo: Gauge<'fingerprint'>;
   private readonly keyVersionInfo: Gauge<'key' | 'version' | 'check'>;
+  private readonly sheds: Counter<'door' | 'reason'>;
+  private overloadSource: OverloadSource | undefined;
 
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
@@ -108,6 +116,51 @@ export class Metrics {
       labelNames: ['key', 'version', 'check'],
       registers,
     });
+    this.sheds = new Counter({
+      name: 'dpg_overload_shed_total',
+      help: 'Requests (and CONNECTs, transparent connections) refused by overload shedding, by door and reason (requests, bytes, event-loop)',
+      labelNames: ['door', 'reason'],
+      registers,
+    });
+    const source = () => this.overloadSource;
+    new Gauge({
+      name: 'dpg_in_flight_requests',
+      help: 'Requests in flight per door (limits.overload.maxRequestsInFlight bounds it)',
+      labelNames: ['door'],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of source()?.load() ?? []) this.set({ door: l.door }, l.requests);
+      },
+    });
+    new Gauge({
+      name: 'dpg_in_flight_request_bytes',
+      help: 'Request body bytes in flight per door, declared or received (limits.overload.maxBytesInFlight bounds it)',
+      labelNames: ['door'],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of source()?.load() ?? []) this.set({ door: l.door }, l.bytes);
+      },
+    });
+    new Gauge({
+      name: 'dpg_event_loop_lag_seconds',
+      help: 'How late the overload guard last found the event loop (limits.overload.maxEventLoopDelayMs)',
+      registers,
+      collect() {
+        const s = source();
+        if (s) this.set(s.loopDelayMs() / 1000);
+      },
+    });
+  }
+
+  /** The overload gates whose load the in-flight gauges report. */
+  trackOverload(source: OverloadSource): void {
+    this.overloadSource = source;
+  }
+
+  observeShed(door: string, reason: string): void {
+    this.sheds.inc({ door, reason });
   }
 
   /** Replaces the keyring series (at start, and when a new keyring comes into force). */

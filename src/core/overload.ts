@@ -1,0 +1,216 @@
+// Overload shedding (docs/operations.md#overload): each door admits new work only while its
+// requests and request bytes in flight are under their bounds and the event loop keeps time. Work
+// refused here has not started, so the client can retry it safely; queueing it instead would grow
+// memory until the kernel kills the sidecar.
+
+import type { OverloadConfig } from '../config/types.ts';
+import { DpgError } from './errors.ts';
+
+/** The doors that take new work (the admin listener and probes are never shed). */
+export type OverloadDoor = 'proxy' | 'reverse' | 'transparent' | 'http' | 'grpc';
+export type ShedReason = 'requests' | 'bytes' | 'event-loop';
+
+export const DEFAULT_OVERLOAD: OverloadConfig = {
+  maxRequestsInFlight: 256,
+  maxBytesInFlight: 32 * 1024 * 1024,
+  maxEventLoopDelayMs: 1000,
+  retryAfterSeconds: 1,
+};
+
+/** How often the event loop's lateness is sampled. */
+const SAMPLE_MS = 100;
+/** A late sample keeps the guard shut this long: the backlog a stall leaves arrives right after it. */
+const HOLD_MS = 1000;
+
+/**
+ * Measures how late a timer fires: a stalled loop (a heavy body parsed inline, a GC pause) makes
+ * every connection wait, and work accepted right after a stall only lengthens the queue. Timers run
+ * before I/O callbacks in each loop turn, so the late sample is seen before the backlog is admitted.
+ */
+class LoopDelay {
+  private expected = 0;
+  private lateUntil = -Infinity;
+  /** The last sample's lateness in ms (for the gauge). */
+  lastMs = 0;
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly maxMs: number,
+    private readonly now: () => number,
+  ) {
+    if (maxMs <= 0) return;
+    this.expected = now() + SAMPLE_MS;
+    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+    this.timer.unref();
+  }
+
+  private sample(): void {
+    const t = this.now();
+    this.lastMs = Math.max(0, t - this.expected);
+    this.expected = t + SAMPLE_MS;
+    if (this.lastMs > this.maxMs) this.lateUntil = t + HOLD_MS;
+  }
+
+  late(): boolean {
+    return this.now() < this.lateUntil;
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
+
+/** One admitted request: release it exactly once when its exchange ends (idempotent). */
+export interface Admission {
+  /** Body bytes received so far beyond what was declared (chunked bodies count as they arrive). */
+  received(bytes: number): void;
+  release(): void;
+}
+
+/** The admission bounds of one door. */
+export class DoorGate {
+  requests = 0;
+  bytes = 0;
+
+  constructor(
+    readonly door: OverloadDoor,
+    private readonly overload: Overload,
+  ) {}
+
+  /**
+   * Admits one request declaring `declaredBytes` (its Content-Length; 0 when unknown), or says why
+   * not. A single request larger than the byte bound is still admitted when the door holds none
+   * (its own size limit governs it), so the bound is never lower than the largest allowed body.
+   */
+  admit(declaredBytes: number): Admission | ShedReason {
+    const { config } = this.overload;
+    const reason = this.overload.loopLate()
+      ? 'event-loop'
+      : this.requests >= config.maxRequestsInFlight
+        ? 'requests'
+        : this.requests > 0 && this.bytes + declaredBytes > config.maxBytesInFlight
+          ? 'bytes'
+          : undefined;
+    if (reason !== undefined) {
+      this.overload.shed(this.door, reason);
+      return reason;
+    }
+    this.requests++;
+    this.bytes += declaredBytes;
+    let held = declaredBytes;
+    let seen = 0;
+    let released = false;
+    return {
+      received: (n) => {
+        if (released) return;
+        seen += n;
+        if (seen > held) {
+          this.bytes += seen - held;
+          held = seen;
+        }
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.requests--;
+        this.bytes -= held;
+      },
+    };
+  }
+
+  /**
+   * For work that is not a request (a CONNECT before its tunnel, a new transparent connection):
+   * whether the door could take a request now; a refusal is counted as shed.
+   */
+  refuseNew(): ShedReason | undefined {
+    const reason = this.saturation();
+    if (reason !== undefined) this.overload.shed(this.door, reason);
+    return reason;
+  }
+
+  /** Why the door would refuse a request now (readiness), without counting a shed. */
+  saturation(): ShedReason | undefined {
+    const { config } = this.overload;
+    if (this.overload.loopLate()) return 'event-loop';
+    if (this.requests >= config.maxRequestsInFlight) return 'requests';
+    if (this.bytes >= config.maxBytesInFlight) return 'bytes';
+    return undefined;
+  }
+}
+
+export interface OverloadHooks {
+  /** Called for every request or connection refused (metrics, a rate-limited log line). */
+  readonly onShed?: (door: OverloadDoor, reason: ShedReason) => void;
+  readonly now?: () => number;
+}
+
+/** The gates of every door and the event-loop guard they share. */
+export class Overload {
+  private readonly gates = new Map<OverloadDoor, DoorGate>();
+  private readonly loop: LoopDelay;
+
+  constructor(
+    readonly config: OverloadConfig,
+    private readonly hooks: OverloadHooks = {},
+  ) {
+    this.loop = new LoopDelay(config.maxEventLoopDelayMs, hooks.now ?? (() => performance.now()));
+  }
+
+  gate(door: OverloadDoor): DoorGate {
+    let g = this.gates.get(door);
+    if (g === undefined) {
+      g = new DoorGate(door, this);
+      this.gates.set(door, g);
+    }
+    return g;
+  }
+
+  loopLate(): boolean {
+    return this.loop.late();
+  }
+
+  /** The event loop's lateness at the last sample, in ms. */
+  loopDelayMs(): number {
+    return this.loop.lastMs;
+  }
+
+  shed(door: OverloadDoor, reason: ShedReason): void {
+    this.hooks.onShed?.(door, reason);
+  }
+
+  /** The first saturated door and why (readiness), or undefined. */
+  saturated(): string | undefined {
+    for (const g of this.gates.values()) {
+      const reason = g.saturation();
+      if (reason !== undefined) return `${g.door}: ${describe(reason)}`;
+    }
+    return undefined;
+  }
+
+  /** Requests and bytes in flight per door (gauges). */
+  load(): { door: OverloadDoor; requests: number; bytes: number }[] {
+    return [...this.gates.values()].map((g) => ({ door: g.door, requests: g.requests, bytes: g.bytes }));
+  }
+
+  close(): void {
+    this.loop.close();
+  }
+}
+
+function describe(reason: ShedReason): string {
+  if (reason === 'requests') return 'requests in flight at limits.overload.maxRequestsInFlight';
+  if (reason === 'bytes') return 'request bytes in flight at limits.overload.maxBytesInFlight';
+  return 'event loop delay above limits.overload.maxEventLoopDelayMs';
+}
+
+/** The catalogue error a shed request is answered with (503 / UNAVAILABLE). Names the bound, never the request. */
+export function overloadedError(door: OverloadDoor, reason: ShedReason): DpgError {
+  return new DpgError('OVERLOADED', `The gateway is at capacity (${door}: ${describe(reason)}); retry after the Retry-After interval`);
+}
+
+/** Content-Length as a number of bytes; 0 when absent or unreadable (the parser refuses bad ones). */
+export function declaredLength(header: string | undefined): number {
+  if (header === undefined) return 0;
+  const n = Number(header);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
