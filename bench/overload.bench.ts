@@ -9,7 +9,6 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +121,9 @@ interface LoadResult {
   readonly p50: number;
   readonly p99: number;
   readonly peakRssMb: number;
+  /** Highest dpg_in_flight_requests{door="proxy"} and dpg_event_loop_lag_seconds seen (scraped every second). */
+  readonly peakInFlight: number;
+  readonly peakLagMs: number;
   readonly alive: boolean;
 }
 
@@ -133,7 +135,20 @@ async function openLoop(gw: Gateway, pool: Pool, path: string, body: string, rat
   let shedWithRetryAfter = 0;
   let other = 0;
   let peakRssMb = rssMb(gw.child.pid!);
+  let peakInFlight = 0;
+  let peakLagMs = 0;
   const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, rssMb(gw.child.pid!))), 500);
+  const scraper = setInterval(() => {
+    request(`http://127.0.0.1:${gw.admin}/metrics`)
+      .then((r) => r.body.text())
+      .then((text) => {
+        const inFlight = /^dpg_in_flight_requests\{door="proxy"\} (\d+)/m.exec(text);
+        const lag = /^dpg_event_loop_lag_seconds ([\d.e-]+)/m.exec(text);
+        if (inFlight) peakInFlight = Math.max(peakInFlight, Number(inFlight[1]));
+        if (lag) peakLagMs = Math.max(peakLagMs, Number(lag[1]) * 1000);
+      })
+      .catch(() => undefined);
+  }, 1000);
   const inflight: Promise<void>[] = [];
   const interval = 1000 / rate;
   const start = performance.now();
@@ -169,8 +184,9 @@ async function openLoop(gw: Gateway, pool: Pool, path: string, body: string, rat
   });
   await Promise.all(inflight);
   clearInterval(sampler);
+  clearInterval(scraper);
   lat.sort((a, b) => a - b);
-  return { sent, ok, shed, shedWithRetryAfter, other, p50: pct(lat, 0.5), p99: pct(lat, 0.99), peakRssMb, alive: gw.child.exitCode === null && gw.child.signalCode === null };
+  return { sent, ok, shed, shedWithRetryAfter, other, p50: pct(lat, 0.5), p99: pct(lat, 0.99), peakRssMb, peakInFlight, peakLagMs, alive: gw.child.exitCode === null && gw.child.signalCode === null };
 }
 
 async function readyAgain(admin: number): Promise<boolean> {
@@ -189,16 +205,17 @@ async function readyAgain(admin: number): Promise<boolean> {
 
 const line = (name: string, rate: number, r: LoadResult): string =>
   `${name.padEnd(34)} ${String(Math.round(rate)).padStart(5)}/s  sent ${String(r.sent).padStart(6)}  200 ${String(r.ok).padStart(6)}  503 ${String(r.shed).padStart(6)} (Retry-After ${r.shedWithRetryAfter})  other ${String(r.other).padStart(5)}  ` +
-  `p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  peak RSS ${r.peakRssMb} MB  alive ${r.alive}`;
+  `p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  peak RSS ${r.peakRssMb} MB  peak in flight ${r.peakInFlight}  peak loop lag ${Math.round(r.peakLagMs)} ms  alive ${r.alive}`;
 
 async function main(): Promise<void> {
   await buildDist();
-  const upstream = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
-  });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  const upstreamPort = (upstream.address() as { port: number }).port;
+  // The upstream in a process of its own, so its work never delays the load generator's clock.
+  const upstream = spawn(
+    process.execPath,
+    ['-e', "const s=require('node:http').createServer((q,r)=>{q.resume();q.on('end',()=>r.writeHead(200,{'content-type':'text/plain'}).end('ok'))});s.listen(0,'127.0.0.1',()=>console.log(s.address().port))"],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const upstreamPort = await new Promise<number>((resolve) => upstream.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
   const dir = mkdtempSync(join(tmpdir(), 'dpg-bench-overload-'));
   const body = oneKilobyteJson();
   const path = `http://127.0.0.1:${upstreamPort}/v1/orders`;
@@ -241,7 +258,7 @@ async function main(): Promise<void> {
     console.log(`load average after: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
     await defaults.stop();
   } finally {
-    upstream.close();
+    upstream.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 }
