@@ -27,6 +27,7 @@ import {
 } from './names.ts';
 import { CAPTURE_DROPS, captureExposure, dropCaptureCapabilities, hostNamespaceProblems, undoCaptureCapabilities } from './capture-guard.ts';
 import { applyAnnotations, type InjectionSettings } from './settings.ts';
+import { gatewayLikeReason } from './other-gateway.ts';
 import { configHash, decodeStatus, encodeStatus, type InjectionStatus } from './status.ts';
 import { buildParts, proxyVariables, trustEnv, TRUST_MOUNT, type ImageOptions } from './template.ts';
 
@@ -136,7 +137,7 @@ function skipReason(template: JsonObject, spec: JsonObject): string | undefined 
   return undefined;
 }
 
-function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
+function refusals(spec: JsonObject, settings: InjectionSettings, image: string): string[] {
   const problems: string[] = [];
   // Not left alone any more (issue 16): a hostNetwork pod in a protected namespace would run
   // unprotected, and capture cannot be installed for it without changing the node's network.
@@ -155,6 +156,13 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
   for (const c of all) {
     if (RESERVED_CONTAINER_NAMES.includes(c.name as string)) {
       problems.push(`container name ${JSON.stringify(c.name)} is reserved for the gateway (and no injection status names it)`);
+    } else {
+      const like = gatewayLikeReason(c, image);
+      if (like !== undefined) {
+        problems.push(
+          `container ${JSON.stringify(c.name)} already looks like a gateway (${like}), outside this injector's status: the pod carries another dpg egress proxy or capture (injected under another name or by another injector). Injecting a second one would capture and protect twice; remove it (or its injection) first, or opt the pod out with the label ${INJECT_LABEL}=disabled`,
+        );
+      }
     }
     if (effectiveUid(c, spec) === GATEWAY_UID) {
       problems.push(`container ${JSON.stringify(c.name)} runs as UID ${GATEWAY_UID}, the gateway's UID: its traffic would bypass capture; run it as another UID`);
@@ -288,7 +296,7 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
   const metadata = child(template, 'metadata');
   const annotations = isObject(metadata.annotations) ? metadata.annotations : {};
   const { settings, problems: settingProblems } = applyAnnotations(options.defaults, annotations);
-  const problems = [...settingProblems.map((p) => `${p.key}: ${p.message}`), ...refusals(spec, settings)];
+  const problems = [...settingProblems.map((p) => `${p.key}: ${p.message}`), ...refusals(spec, settings, options.image)];
   if (problems.length > 0) return { outcome: 'refused', template: input, problems };
 
   const parts = buildParts(settings, options);

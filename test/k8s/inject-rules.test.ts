@@ -285,3 +285,30 @@ describe('safe key defaults: a pod without a keyring Secret is warned about (iss
     assert.equal(JSON.stringify(r.template).includes('keyring'), false);
   });
 });
+
+describe('inject() refuses a pod that already carries another gateway (issue 18 item 5)', () => {
+  const cases: [string, JsonObject, RegExp][] = [
+    ['the gateway image under another name', pod({ containers: [app(), { name: 'egress', image: 'dpg:other-tag', args: ['serve'] }] }), /container "egress" already looks like a gateway \(it runs the gateway image dpg\).*capture and protect twice/],
+    ['the same image pinned by digest', pod({ initContainers: [{ name: 'net-setup', image: 'dpg@sha256:0123' }], containers: [app()] }), /"net-setup" already looks like a gateway/],
+    ['`dpg capture` in another image', pod({ initContainers: [{ name: 'iptables', image: 'registry.example/tools:1', command: ['node', '/opt/dpg/bin/dpg.js', 'capture', '--proxy-uid', '2000'] }], containers: [app()] }), /"iptables" already looks like a gateway \(it runs `dpg capture`\)/],
+    ['`dpg serve` in a shell line', pod({ containers: [app(), { name: 'sidecar', image: 'registry.example/base:1', command: ['sh', '-c', 'exec dpg serve --config /etc/dpg/gateway.yaml'] }] }), /"sidecar" already looks like a gateway \(it runs `dpg serve`\)/],
+    ['the gateway variables', pod({ containers: [app(), { name: 'relay', image: 'registry.example/relay:1', env: [{ name: 'DPG_TRANSPARENT_ADDR', value: '127.0.0.1:15006' }] }] }), /"relay" already looks like a gateway \(it sets DPG_TRANSPARENT_ADDR\)/],
+  ];
+  for (const [what, template, expected] of cases) {
+    it(what, () => assert.match(problemsOf(template).join('\n'), expected));
+  }
+
+  it('a service mesh sidecar (istio-proxy, linkerd-proxy) is no gateway: injected', () => {
+    const meshed = pod({
+      initContainers: [{ name: 'istio-init', image: 'docker.io/istio/proxyv2:1.24.0', args: ['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337'] }],
+      containers: [app(), { name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', args: ['proxy', 'sidecar'], env: [{ name: 'ISTIO_META_POD_PORTS', value: '[]' }] }],
+    });
+    assert.equal(inject(meshed, options).outcome, 'injected');
+  });
+
+  it('re-injection by this injector is no second gateway', () => {
+    const once = inject(pod({ containers: [app()] }), options);
+    assert.equal(once.outcome, 'injected');
+    assert.equal(inject(once.template, options).outcome, 'injected');
+  });
+});
