@@ -312,3 +312,46 @@ describe('inject() refuses a pod that already carries another gateway (issue 18 
     assert.equal(inject(once.template, options).outcome, 'injected');
   });
 });
+
+describe('inject() beside a service mesh (issue 18 item 5)', () => {
+  const find = (t: JsonObject, name: string): JsonObject => {
+    const spec = t.spec as { initContainers?: JsonObject[]; containers: JsonObject[] };
+    return [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === name)!;
+  };
+  const envOf = (c: JsonObject): Record<string, unknown> => Object.fromEntries(((c.env as { name: string; value?: string }[]) ?? []).map((e) => [e.name, e.value]));
+
+  it('Istio (its containers present): other ports, the mesh proxy UID exempt, a note', () => {
+    const r = inject(pod({ containers: [app(), { name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', securityContext: { runAsUser: 1337 } }] }), options);
+    assert.equal(r.outcome, 'injected');
+    if (r.outcome !== 'injected') return;
+    const args = find(r.template, 'dpg-init').args as string[];
+    assert.deepEqual(args.slice(0, 7), ['capture', '--proxy-uid', '10001', '--redirect-port', '15106', '--exclude-uids', '1337']);
+    const proxy = find(r.template, 'dpg-proxy');
+    assert.equal(envOf(proxy).DPG_TRANSPARENT_ADDR, '127.0.0.1:15106');
+    assert.equal(envOf(proxy).DPG_ADMIN_ADDR, '0.0.0.0:15120');
+    assert.deepEqual(proxy.ports, [{ name: 'dpg-admin', containerPort: 15120, protocol: 'TCP' }]);
+    assert.equal((r.template.metadata as { annotations: Record<string, string> }).annotations['prometheus.io/port'], '15120');
+    assert.match(r.notes.join('\n'), /service mesh istio \(container istio-proxy\).*exempts the mesh proxy's UID 1337/);
+  });
+
+  it("Linkerd asked for by annotation, a mesh proxy's own runAsUser, and env-proxy mode's forward port", () => {
+    const linkerd = inject(pod({ containers: [app()] }, { 'linkerd.io/inject': 'enabled' }), options);
+    assert.equal(linkerd.outcome, 'injected');
+    if (linkerd.outcome === 'injected') assert.ok((find(linkerd.template, 'dpg-init').args as string[]).join(' ').includes('--exclude-uids 2102'));
+    const own = inject(pod({ containers: [app(), { name: 'istio-proxy', image: 'i', securityContext: { runAsUser: 7777 } }] }), options);
+    if (own.outcome === 'injected') assert.ok((find(own.template, 'dpg-init').args as string[]).join(' ').includes('--exclude-uids 7777'));
+    const envProxy = inject(pod({ containers: [app()] }, { 'dpg.io/capture-mode': 'env-proxy', 'sidecar.istio.io/inject': 'true' }), options);
+    assert.equal(envProxy.outcome, 'injected');
+    if (envProxy.outcome !== 'injected') return;
+    assert.equal(envOf(find(envProxy.template, 'dpg-proxy')).DPG_PROXY_ADDR, '127.0.0.1:15101');
+    assert.equal(envOf(find(envProxy.template, 'app')).HTTP_PROXY, 'http://127.0.0.1:15101');
+  });
+
+  it('a pod without a mesh keeps the usual ports and no UID exemption', () => {
+    const r = inject(pod({ containers: [app()] }), options);
+    if (r.outcome !== 'injected') return assert.fail(r.outcome);
+    const args = (find(r.template, 'dpg-init').args as string[]).join(' ');
+    assert.match(args, /--redirect-port 15006/);
+    assert.doesNotMatch(args, /--exclude-uids/);
+  });
+});
