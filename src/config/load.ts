@@ -362,12 +362,13 @@ class SectionReader {
   /** limits.overload: per-door shedding bounds (docs/operations.md#overload). */
   private overload(v: YamlValue | undefined): OverloadConfig {
     const d = DEFAULT_OVERLOAD;
-    const f = v?.present ? v.fields(['maxRequestsInFlight', 'maxBytesInFlight', 'maxEventLoopDelayMs', 'retryAfterSeconds'] as const) : undefined;
+    const f = v?.present ? v.fields(['maxRequestsInFlight', 'maxBytesInFlight', 'maxEventLoopDelayMs', 'maxEventLoopUtilization', 'retryAfterSeconds'] as const) : undefined;
     if (!f) return d;
     return {
       maxRequestsInFlight: this.int(f.maxRequestsInFlight, d.maxRequestsInFlight, 1),
       maxBytesInFlight: this.int(f.maxBytesInFlight, d.maxBytesInFlight, 1),
       maxEventLoopDelayMs: this.int(f.maxEventLoopDelayMs, d.maxEventLoopDelayMs, 0),
+      maxEventLoopUtilization: f.maxEventLoopUtilization.present ? (f.maxEventLoopUtilization.number({ min: 0.5, max: 1 }) ?? d.maxEventLoopUtilization) : d.maxEventLoopUtilization,
       retryAfterSeconds: this.int(f.retryAfterSeconds, d.retryAfterSeconds, 1, 3600),
     };
   }

@@ -236,6 +236,11 @@ export interface OverloadConfig {
   readonly maxBytesInFlight: number;
   /** Event-loop lateness above which every door sheds for a second; 0 turns the guard off. Default 1000. */
   readonly maxEventLoopDelayMs: number;
+  /**
+   * Share of time (0-1) the event loop may be busy, averaged over about a second; above it every
+   * door sheds. 1 turns this guard off; absent (configs built in code): off. Default 0.95.
+   */
+  readonly maxEventLoopUtilization?: number;
   /** The Retry-After answered with a shed request, in seconds. Default 1. */
   readonly retryAfterSeconds: number;
 }

@@ -14,31 +14,46 @@ export const DEFAULT_OVERLOAD: OverloadConfig = {
   maxRequestsInFlight: 256,
   maxBytesInFlight: 32 * 1024 * 1024,
   maxEventLoopDelayMs: 1000,
+  maxEventLoopUtilization: 0.95,
   retryAfterSeconds: 1,
 };
 
 /** How often the event loop's lateness is sampled. */
 const SAMPLE_MS = 100;
-/** A late sample keeps the guard shut this long: the backlog a stall leaves arrives right after it. */
+/**
+ * Two late samples in a row shut the guard for this long: the backlog a stall leaves arrives right
+ * after it. One late sample alone does not: a single stall is often the very request that caused it
+ * (an interception certificate minted, one large body parsed), which must not be refused for it.
+ */
 const HOLD_MS = 1000;
+/** Weight of the newest sample in the event-loop utilisation average (about one second at 100 ms samples). */
+const UTILISATION_WEIGHT = 0.1;
 
 /**
- * Measures how late a timer fires: a stalled loop (a heavy body parsed inline, a GC pause) makes
- * every connection wait, and work accepted right after a stall only lengthens the queue. Timers run
- * before I/O callbacks in each loop turn, so the late sample is seen before the backlog is admitted.
+ * Two signs that the event loop cannot keep up. Lateness: a stalled loop (a heavy body parsed
+ * inline, a GC pause) makes every connection wait, and work accepted right after a stall only
+ * lengthens the queue; timers run before I/O callbacks in each loop turn, so the late sample is seen
+ * before the backlog is admitted. Utilisation: a loop busy all the time (more requests than CPU) is
+ * never late by much per turn, yet requests wait unread in the kernel's socket buffers, where no
+ * in-flight count sees them; answering them 503 costs far less than protecting them.
  */
 class LoopDelay {
   private expected = 0;
   private lateUntil = -Infinity;
+  private lastLate = false;
   /** The last sample's lateness in ms (for the gauge). */
   lastMs = 0;
+  /** Average share of time the loop was busy (0-1), over about the last second. */
+  utilisation = 0;
+  private elu = performance.eventLoopUtilization();
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly maxMs: number,
+    private readonly maxUtilisation: number,
     private readonly now: () => number,
   ) {
-    if (maxMs <= 0) return;
+    if (maxMs <= 0 && maxUtilisation >= 1) return;
     this.expected = now() + SAMPLE_MS;
     this.timer = setInterval(() => this.sample(), SAMPLE_MS);
     this.timer.unref();
@@ -48,11 +63,17 @@ class LoopDelay {
     const t = this.now();
     this.lastMs = Math.max(0, t - this.expected);
     this.expected = t + SAMPLE_MS;
-    if (this.lastMs > this.maxMs) this.lateUntil = t + HOLD_MS;
+    const late = this.maxMs > 0 && this.lastMs > this.maxMs;
+    if (late && this.lastLate) this.lateUntil = t + HOLD_MS;
+    this.lastLate = late;
+    const elu = performance.eventLoopUtilization();
+    const window = performance.eventLoopUtilization(elu, this.elu);
+    this.elu = elu;
+    this.utilisation += UTILISATION_WEIGHT * (window.utilization - this.utilisation);
   }
 
   late(): boolean {
-    return this.now() < this.lateUntil;
+    return this.now() < this.lateUntil || (this.maxUtilisation < 1 && this.utilisation > this.maxUtilisation);
   }
 
   close(): void {
@@ -153,7 +174,7 @@ export class Overload {
     readonly config: OverloadConfig,
     private readonly hooks: OverloadHooks = {},
   ) {
-    this.loop = new LoopDelay(config.maxEventLoopDelayMs, hooks.now ?? (() => performance.now()));
+    this.loop = new LoopDelay(config.maxEventLoopDelayMs, config.maxEventLoopUtilization ?? 1, hooks.now ?? (() => performance.now()));
   }
 
   gate(door: OverloadDoor): DoorGate {
@@ -200,7 +221,7 @@ export class Overload {
 function describe(reason: ShedReason): string {
   if (reason === 'requests') return 'requests in flight at limits.overload.maxRequestsInFlight';
   if (reason === 'bytes') return 'request bytes in flight at limits.overload.maxBytesInFlight';
-  return 'event loop delay above limits.overload.maxEventLoopDelayMs';
+  return 'event loop delay above limits.overload.maxEventLoopDelayMs or its utilisation above maxEventLoopUtilization';
 }
 
 /** The catalogue error a shed request is answered with (503 / UNAVAILABLE). Names the bound, never the request. */
