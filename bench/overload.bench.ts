@@ -222,7 +222,7 @@ async function main(): Promise<void> {
   console.log(`overload bench: ${SECONDS} s at 3× capacity, ${CONNECTIONS} client connections; load average ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
   try {
     // Shedding off: every bound far above what the run reaches, the loop guard off.
-    const off = await startGateway(dir, upstreamPort, '{ maxRequestsInFlight: 1000000, maxBytesInFlight: 1000000000000, maxEventLoopDelayMs: 0 }');
+    const off = await startGateway(dir, upstreamPort, '{ maxRequestsInFlight: 1000000, maxBytesInFlight: 1000000000000, maxEventLoopDelayMs: 0, maxEventLoopUtilization: 1 }');
     const defaults = await startGateway(dir, upstreamPort, undefined);
     let cap: number;
     {
