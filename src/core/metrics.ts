@@ -34,6 +34,7 @@ export interface KeyringObservation {
 export interface OverloadSource {
   load(): readonly { door: string; requests: number; bytes: number }[];
   loopDelayMs(): number;
+  loopUtilisation(): number;
 }
 
 interface RequestChildren {
@@ -150,6 +151,15 @@ export class Metrics {
       collect() {
         const s = source();
         if (s) this.set(s.loopDelayMs() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'dpg_event_loop_utilization',
+      help: 'Share of time the event loop was busy, averaged over about a second (limits.overload.maxEventLoopUtilization)',
+      registers,
+      collect() {
+        const s = source();
+        if (s) this.set(s.loopUtilisation());
       },
     });
   }

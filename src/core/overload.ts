@@ -195,6 +195,11 @@ export class Overload {
     return this.loop.lastMs;
   }
 
+  /** The event loop's busy share (0-1), averaged over about the last second. */
+  loopUtilisation(): number {
+    return this.loop.utilisation;
+  }
+
   shed(door: OverloadDoor, reason: ShedReason): void {
     this.hooks.onShed?.(door, reason);
   }

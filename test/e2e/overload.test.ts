@@ -219,7 +219,10 @@ describe('overload shedding, whole process', () => {
     assertShed(await extra.answer, 'http', /requests in flight/);
     assert.equal((await get(http, '/healthz')).status, 200);
     assert.equal((await get(http, '/readyz')).status, 503);
-    assert.equal((await get(http, '/metrics')).status, 200);
+    const scraped = await get(http, '/metrics');
+    assert.equal(scraped.status, 200);
+    assert.match(scraped.body, /^dpg_event_loop_utilization \d/m);
+    assert.match(scraped.body, /^dpg_event_loop_lag_seconds \d/m);
     for (const s of held) s.destroy();
     await until(async () => (await get(http, '/readyz')).status === 200, 'readiness recovers');
     // No request content reaches the logs; the shed warning is logged once per door per window.
