@@ -9,6 +9,7 @@ import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
 import { fingerprintKeyring } from './crypto/keyring-fingerprint.ts';
 import type { RunningProxy } from './proxy/index.ts';
+import { DEFAULT_OVERLOAD, Overload } from './core/overload.ts';
 
 // Each door, the identity service and the metrics registry are imported only when the config turns
 // them on (dynamic import): the gRPC stack, jose, prom-client and undici cost memory and start-up
@@ -48,9 +49,11 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       ? import('./identity/identity.ts').then((m) => m.createIdentity(config.identity, { logger, nodeEnv: process.env.NODE_ENV }))
       : Promise.resolve(undefined);
   let ready = false;
-  // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors).
+  const overload = startOverload(config, metrics, logger);
+  // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors);
+  // a door at an overload bound cannot either, while health stays green (docs/operations.md#overload).
   let proxy: RunningProxy | undefined;
-  const isReady = () => ready && (proxy?.ready() ?? true);
+  const isReady = () => ready && (proxy?.ready() ?? true) && overload.saturated() === undefined;
   const needIdentity = async () => (await identityStarting)!;
 
   // The doors start side by side (their file reads, key loading and binds overlap); if one fails,
@@ -59,19 +62,19 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   if (config.proxy.enabled) {
     starting.push(
       door('egress proxy', config.proxy.listen, async () => {
-        proxy = await (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady });
+        proxy = await (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady, overload });
         return proxy;
       }),
     );
   }
   const http = httpOn
     ? door('HTTP API', config.http.listen, async () =>
-        (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem }),
+        (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem, overload }),
       )
     : undefined;
   const grpc = grpcOn
     ? door('gRPC API', config.grpc.listen, async () =>
-        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady }),
+        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, overload }),
       )
     : undefined;
   if (http) starting.push(http);
@@ -85,6 +88,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const settled = await Promise.allSettled([identityStarting, ...starting]);
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
+    overload.close();
     await Promise.all(settled.map((r) => (r.status === 'fulfilled' && r.value && 'close' in r.value ? r.value.close(0).catch(() => undefined) : undefined)));
     throw failed.reason;
   }
@@ -126,8 +130,28 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       // Last: probes and scrapes keep an answer (not ready) while the doors drain.
       await adminServer?.close();
       await identity?.close();
+      overload.close();
     },
   };
+}
+
+/** At most one "shedding" warning per door in this window: under overload a line per request would add to it. */
+const SHED_WARN_EVERY_MS = 10_000;
+
+/** The doors' overload gates, counted in metrics and logged at most once per door per window. */
+function startOverload(config: GatewayConfig, metrics: Metrics, logger: Logger): Overload {
+  const warnedAt = new Map<string, number>();
+  const overload = new Overload(config.limits.overload ?? DEFAULT_OVERLOAD, {
+    onShed: (door, reason) => {
+      metrics.observeShed(door, reason);
+      const now = Date.now();
+      if (now - (warnedAt.get(door) ?? -Infinity) < SHED_WARN_EVERY_MS) return;
+      warnedAt.set(door, now);
+      logger.warn({ door, reason }, 'overloaded: shedding new work with 503 and Retry-After (docs/operations.md#overload)');
+    },
+  });
+  metrics.trackOverload(overload);
+  return overload;
 }
 
 /** Reloads manifests shortly after files in their directory change (editors write in bursts). */
@@ -188,6 +212,8 @@ function unreadMetrics(): Metrics {
     observeProxy(): void {},
     setKeyring(): void {},
     watchCertificate(): void {},
+    trackOverload(): void {},
+    observeShed(): void {},
     async render() {
       return { contentType: 'text/plain; version=0.0.4', body: '' };
     },

@@ -71,7 +71,7 @@ export async function runCapture(run: CaptureRun, say: (line: string) => void): 
   }
   say(
     `capture installed (${backend}, IPv${families.join(' and IPv')}): ${describePorts(options)} (${run.portsFrom}) → port ${options.redirectPort}; ` +
-      `exempt: UID ${options.proxyUid}, loopback${options.excludeCidrs.length ? `, ${options.excludeCidrs.join(', ')}` : ''}`,
+      `exempt: UID ${[options.proxyUid, ...(options.excludeUids ?? [])].join(', ')}, loopback${options.excludeCidrs.length ? `, ${options.excludeCidrs.join(', ')}` : ''}`,
   );
 
   const failures: string[] = [];

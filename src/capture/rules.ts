@@ -4,6 +4,8 @@
 //
 // nat/DPG_OUTPUT (TCP), in order — the first match decides:
 //   1. the gateway's own UID            → RETURN (its upstream connections must not come back to it)
+//      and excluded UIDs (a service mesh's proxy, e.g. Istio's 1337: its connections carry what the
+//      gateway already protected, and capturing them again would loop gateway → mesh → gateway)
 //   2. loopback destinations            → RETURN (by destination, 127.0.0.0/8 and ::1: not `-o lo`,
 //                                          which would also exempt the pod's own non-loopback addresses)
 //   3. excluded CIDRs                   → RETURN
@@ -21,6 +23,8 @@ export interface CaptureOptions {
   readonly proxyUid: number;
   /** UID the app runs as: checked only (capture refuses when it is the gateway's). */
   readonly appUid?: number;
+  /** Further UIDs whose connections are never captured: a service mesh's proxy (docs/kubernetes.md, Service mesh). */
+  readonly excludeUids?: readonly number[];
   /** Port of the transparent listener. */
   readonly redirectPort: number;
   readonly includePorts: readonly number[] | '*';
@@ -52,6 +56,11 @@ export function checkOptions(o: CaptureOptions): string[] {
   const uid = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 0xfffffffe;
   if (!uid(o.proxyUid)) problems.push('--proxy-uid must be a UID (a whole number)');
   else if (o.proxyUid === 0) problems.push('--proxy-uid 0 is refused: root would be exempt, and so would every app running as root');
+  for (const u of o.excludeUids ?? []) {
+    if (!uid(u)) problems.push('--exclude-uids must be UIDs (whole numbers)');
+    else if (u === 0) problems.push('--exclude-uids 0 is refused: every app running as root would be exempt');
+    else if (o.appUid !== undefined && u === o.appUid) problems.push(`--exclude-uids ${u} is the app's UID: its connections would be exempt from capture`);
+  }
   if (o.appUid !== undefined) {
     if (!uid(o.appUid)) problems.push('--app-uid must be a UID (a whole number)');
     else if (o.appUid === o.proxyUid) problems.push(`--app-uid ${o.appUid} is the gateway's UID: the app's connections would be exempt from capture`);
@@ -108,7 +117,13 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 /** The iptables-restore --noflush input for one family: both tables, our chains only, flushed and refilled. */
 export function restoreInput(o: CaptureOptions, family: Family): string {
   const cidrs = o.excludeCidrs.map(parseCidr).filter((c) => c !== undefined && c.family === family).map((c) => `${c!.address}/${c!.prefix}`);
-  const exemptions = [`-A ${CHAIN} -m owner --uid-owner ${o.proxyUid} -j RETURN`, `-A ${CHAIN} -d ${LOOPBACK[family]} -j RETURN`, ...cidrs.map((c) => `-A ${CHAIN} -d ${c} -j RETURN`)];
+  const uids = [...new Set(o.excludeUids ?? [])].filter((u) => u !== o.proxyUid);
+  const exemptions = [
+    `-A ${CHAIN} -m owner --uid-owner ${o.proxyUid} -j RETURN`,
+    ...uids.map((u) => `-A ${CHAIN} -m owner --uid-owner ${u} -j RETURN`),
+    `-A ${CHAIN} -d ${LOOPBACK[family]} -j RETURN`,
+    ...cidrs.map((c) => `-A ${CHAIN} -d ${c} -j RETURN`),
+  ];
   const nat = ['*nat', `:${CHAIN} - [0:0]`, ...exemptions];
   const filter = ['*filter', `:${CHAIN} - [0:0]`, ...exemptions];
   const reject = family === 4 ? 'icmp-port-unreachable' : 'icmp6-port-unreachable';

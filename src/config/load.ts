@@ -13,6 +13,7 @@ import { ConfigError, type ConfigProblem } from '../core/errors.ts';
 import { readYamlFile, YamlValue } from '../core/yaml-reader.ts';
 import { checkAgainstSchema, pathText, plainForSchema, walk } from '../core/schema-problems.ts';
 import validateGateway, { schema as gatewaySchema } from './gateway-schema.generated.js';
+import { DEFAULT_OVERLOAD } from '../core/overload.ts';
 import type {
   ClientConfig,
   GatewayConfig,
@@ -24,6 +25,7 @@ import type {
   LimitsConfig,
   ListenAddress,
   LoggingConfig,
+  OverloadConfig,
   ProxyConfig,
   ProxyRoute,
   PseudonymScopeConfig,
@@ -312,6 +314,7 @@ class SectionReader {
       maxValueLength: int(f.maxValueLength, 0),
       maxDocumentBytes: int(f.maxDocumentBytes, 0),
       workers: workersOf(f.workers),
+      overload: overloadOf(f.overload),
     };
   }
 
@@ -416,6 +419,19 @@ function pseudonymScopeOf(f: Raw): PseudonymScopeConfig {
 }
 
 /** limits.workers: the protection worker pool (docs/operations.md, Workers); max's default depends on the machine. */
+/** limits.overload: per-door shedding bounds (docs/operations.md#overload). */
+function overloadOf(value: unknown): OverloadConfig {
+  const d = DEFAULT_OVERLOAD;
+  if (!isRaw(value)) return d;
+  return {
+    maxRequestsInFlight: int(value.maxRequestsInFlight, d.maxRequestsInFlight),
+    maxBytesInFlight: int(value.maxBytesInFlight, d.maxBytesInFlight),
+    maxEventLoopDelayMs: int(value.maxEventLoopDelayMs, d.maxEventLoopDelayMs),
+    maxEventLoopUtilization: int(value.maxEventLoopUtilization, d.maxEventLoopUtilization ?? 1),
+    retryAfterSeconds: int(value.retryAfterSeconds, d.retryAfterSeconds),
+  };
+}
+
 function workersOf(value: unknown): WorkersConfig {
   const d = defaultWorkers();
   if (!isRaw(value)) return d;

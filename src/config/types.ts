@@ -224,6 +224,25 @@ export interface LimitsConfig {
    * loader always sets it; absent (engines built by hand, as some tests do): everything inline.
    */
   readonly workers?: WorkersConfig;
+  /** Overload shedding per door (docs/operations.md#overload). Absent (configs built in code): the defaults. */
+  readonly overload?: OverloadConfig;
+}
+
+/** limits.overload: beyond these bounds a door answers new work 503 with Retry-After. */
+export interface OverloadConfig {
+  /** Requests in flight per door. Default 256. */
+  readonly maxRequestsInFlight: number;
+  /** Request body bytes in flight per door (declared or received). Default 32 MiB. */
+  readonly maxBytesInFlight: number;
+  /** Event-loop lateness above which every door sheds for a second; 0 turns the guard off. Default 1000. */
+  readonly maxEventLoopDelayMs: number;
+  /**
+   * Share of time (0-1) the event loop may be busy, averaged over about a second; above it every
+   * door sheds. 1 turns this guard off; absent (configs built in code): off. Default 0.95.
+   */
+  readonly maxEventLoopUtilization?: number;
+  /** The Retry-After answered with a shed request, in seconds. Default 1. */
+  readonly retryAfterSeconds: number;
 }
 
 /** limits.workers: documents above inlineBytes (weighted) are protected off the event loop. */

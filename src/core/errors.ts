@@ -52,6 +52,11 @@ export const errorCatalogue = {
    * (docs/operations.md, Workers). Nothing was sent on; the worker is replaced, so a retry can pass.
    */
   WORKER_FAILED: { status: 503, grpc: GrpcStatus.UNAVAILABLE, title: 'Protection worker failed' },
+  /**
+   * A door is at one of its overload bounds (docs/operations.md#overload): the request was refused
+   * before any work, with Retry-After. UNAVAILABLE on gRPC: the code clients retry with backoff.
+   */
+  OVERLOADED: { status: 503, grpc: GrpcStatus.UNAVAILABLE, title: 'Overloaded' },
   // Transport-level codes: the HTTP router and the egress proxy, never the engine.
   ROUTE_NOT_FOUND: { status: 404, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, grpc: GrpcStatus.UNIMPLEMENTED, title: 'Method not allowed' },

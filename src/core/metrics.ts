@@ -33,6 +33,12 @@ export interface KeyringObservation {
 
 /** Reads a certificate's PEM when scraped (it may be replaced while running); undefined when there is none. */
 export type CertificateSource = () => string | undefined;
+/** What the overload gauges read at scrape time (core/overload.ts). */
+export interface OverloadSource {
+  load(): readonly { door: string; requests: number; bytes: number }[];
+  loopDelayMs(): number;
+  loopUtilisation(): number;
+}
 
 interface RequestChildren {
   readonly requests: { inc(): void };
@@ -56,6 +62,8 @@ export class Metrics {
   private readonly certificates = new Map<string, CertificateSource>();
   /** The last PEM parsed per certificate and its notAfter: a scrape parses only a changed certificate. */
   private readonly certificateExpiry = new Map<string, { pem: string; notAfter: number }>();
+  private readonly sheds: Counter<'door' | 'reason'>;
+  private overloadSource: OverloadSource | undefined;
 
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
@@ -137,11 +145,65 @@ export class Metrics {
         }
       },
     });
+    this.sheds = new Counter({
+      name: 'dpg_overload_shed_total',
+      help: 'Requests (and CONNECTs, transparent connections) refused by overload shedding, by door and reason (requests, bytes, event-loop)',
+      labelNames: ['door', 'reason'],
+      registers,
+    });
+    const source = () => this.overloadSource;
+    new Gauge({
+      name: 'dpg_in_flight_requests',
+      help: 'Requests in flight per door (limits.overload.maxRequestsInFlight bounds it)',
+      labelNames: ['door'],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of source()?.load() ?? []) this.set({ door: l.door }, l.requests);
+      },
+    });
+    new Gauge({
+      name: 'dpg_in_flight_request_bytes',
+      help: 'Request body bytes in flight per door, declared or received (limits.overload.maxBytesInFlight bounds it)',
+      labelNames: ['door'],
+      registers,
+      collect() {
+        this.reset();
+        for (const l of source()?.load() ?? []) this.set({ door: l.door }, l.bytes);
+      },
+    });
+    new Gauge({
+      name: 'dpg_event_loop_lag_seconds',
+      help: 'How late the overload guard last found the event loop (limits.overload.maxEventLoopDelayMs)',
+      registers,
+      collect() {
+        const s = source();
+        if (s) this.set(s.loopDelayMs() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'dpg_event_loop_utilization',
+      help: 'Share of time the event loop was busy, averaged over about a second (limits.overload.maxEventLoopUtilization)',
+      registers,
+      collect() {
+        const s = source();
+        if (s) this.set(s.loopUtilisation());
+      },
+    });
   }
 
   /** Reports a certificate's expiry on every scrape, read afresh from `source`. */
   watchCertificate(name: string, source: CertificateSource): void {
     this.certificates.set(name, source);
+  }
+
+  /** The overload gates whose load the in-flight gauges report. */
+  trackOverload(source: OverloadSource): void {
+    this.overloadSource = source;
+  }
+
+  observeShed(door: string, reason: string): void {
+    this.sheds.inc({ door, reason });
   }
 
   /** Replaces the keyring series (at start, and when a new keyring comes into force). */

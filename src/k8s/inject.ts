@@ -24,9 +24,14 @@ import {
   RESERVED_VOLUME_NAMES,
   STATUS_ANNOTATION,
   VOLUME,
+  DEFAULT_PORTS,
+  MESH_PORTS,
+  type GatewayPorts,
 } from './names.ts';
 import { CAPTURE_DROPS, captureExposure, dropCaptureCapabilities, hostNamespaceProblems, undoCaptureCapabilities } from './capture-guard.ts';
 import { applyAnnotations, type InjectionSettings } from './settings.ts';
+import { gatewayLikeReason } from './other-gateway.ts';
+import { detectMesh } from './mesh.ts';
 import { configHash, decodeStatus, encodeStatus, type InjectionStatus } from './status.ts';
 import { buildParts, proxyVariables, trustEnv, TRUST_MOUNT, type ImageOptions } from './template.ts';
 
@@ -136,7 +141,7 @@ function skipReason(template: JsonObject, spec: JsonObject): string | undefined 
   return undefined;
 }
 
-function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
+function refusals(spec: JsonObject, settings: InjectionSettings, image: string): string[] {
   const problems: string[] = [];
   // Not left alone any more (issue 16): a hostNetwork pod in a protected namespace would run
   // unprotected, and capture cannot be installed for it without changing the node's network.
@@ -155,6 +160,13 @@ function refusals(spec: JsonObject, settings: InjectionSettings): string[] {
   for (const c of all) {
     if (RESERVED_CONTAINER_NAMES.includes(c.name as string)) {
       problems.push(`container name ${JSON.stringify(c.name)} is reserved for the gateway (and no injection status names it)`);
+    } else {
+      const like = gatewayLikeReason(c, image);
+      if (like !== undefined) {
+        problems.push(
+          `container ${JSON.stringify(c.name)} already looks like a gateway (${like}), outside this injector's status: the pod carries another dpg egress proxy or capture (injected under another name or by another injector). Injecting a second one would capture and protect twice; remove it (or its injection) first, or opt the pod out with the label ${INJECT_LABEL}=disabled`,
+        );
+      }
     }
     if (effectiveUid(c, spec) === GATEWAY_UID) {
       problems.push(`container ${JSON.stringify(c.name)} runs as UID ${GATEWAY_UID}, the gateway's UID: its traffic would bypass capture; run it as another UID`);
@@ -219,7 +231,7 @@ const TWINS: Record<string, string> = {
 };
 
 /** Adds the trust mount and variables to one app container; returns the variables it added. */
-function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): { env: string[]; mounted: boolean } {
+function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[], ports: GatewayPorts): { env: string[]; mounted: boolean } {
   const name = String(c.name);
   const mounts = objectsOf(c.volumeMounts);
   let mounted = false;
@@ -229,7 +241,7 @@ function addTrust(c: JsonObject, settings: InjectionSettings, notes: string[]): 
     c.volumeMounts = [...(Array.isArray(c.volumeMounts) ? c.volumeMounts : []), { ...TRUST_MOUNT }];
     mounted = true;
   }
-  const wanted: IEnvVar[] = [...(mounted ? trustEnv() : []), ...(settings.captureMode === 'env-proxy' ? proxyVariables(settings) : [])];
+  const wanted: IEnvVar[] = [...(mounted ? trustEnv() : []), ...(settings.captureMode === 'env-proxy' ? proxyVariables(settings, ports) : [])];
   const existing = new Set(objectsOf(c.env).map((e) => e.name));
   const added: IEnvVar[] = [];
   const kept: string[] = [];
@@ -264,11 +276,11 @@ export const NO_KEYRING_WARNING =
  * finds the admin port, unless the pod already says otherwise (any `prometheus.io/` key is the
  * user's scrape setup: none of ours is mixed into it).
  */
-function podAnnotations(annotations: JsonObject, appContainers: JsonObject[]): Record<string, string> {
+function podAnnotations(annotations: JsonObject, appContainers: JsonObject[], ports: GatewayPorts): Record<string, string> {
   const added: Record<string, string> = {};
   const first = appContainers[0]?.name;
   if (!Object.hasOwn(annotations, DEFAULT_CONTAINER_ANNOTATION) && typeof first === 'string') added[DEFAULT_CONTAINER_ANNOTATION] = first;
-  if (!Object.keys(annotations).some((k) => k.startsWith(PROMETHEUS_PREFIX))) Object.assign(added, SCRAPE_ANNOTATIONS);
+  if (!Object.keys(annotations).some((k) => k.startsWith(PROMETHEUS_PREFIX))) Object.assign(added, SCRAPE_ANNOTATIONS, { 'prometheus.io/port': String(ports.admin) });
   return added;
 }
 
@@ -288,19 +300,27 @@ export function inject(input: JsonObject, options: InjectorOptions): InjectionRe
   const metadata = child(template, 'metadata');
   const annotations = isObject(metadata.annotations) ? metadata.annotations : {};
   const { settings, problems: settingProblems } = applyAnnotations(options.defaults, annotations);
-  const problems = [...settingProblems.map((p) => `${p.key}: ${p.message}`), ...refusals(spec, settings)];
+  const problems = [...settingProblems.map((p) => `${p.key}: ${p.message}`), ...refusals(spec, settings, options.image)];
   if (problems.length > 0) return { outcome: 'refused', template: input, problems };
 
-  const parts = buildParts(settings, options);
+  // A mesh sidecar beside ours: other ports, and its proxy's UID exempt from our capture (mesh.ts).
+  const mesh = detectMesh(template);
+  const ports = mesh ? MESH_PORTS : DEFAULT_PORTS;
+  const parts = buildParts(settings, options, ports, mesh);
   const notes: string[] = [];
-  const podAdded = podAnnotations(annotations, objectsOf(spec.containers));
+  if (mesh) {
+    notes.push(
+      `service mesh ${mesh.name} (${mesh.seenBy}): the gateway listens on ${ports.redirect} (transparent), ${ports.forward} (forward) and ${ports.admin} (admin), and its capture exempts the mesh proxy's UID ${mesh.proxyUid}; the gateway's upstream connections pass the mesh`,
+    );
+  }
+  const podAdded = podAnnotations(annotations, objectsOf(spec.containers), ports);
   const capabilityDrops = settings.captureMode === 'transparent' ? guardCapture(spec, settings, notes) : [];
   const env: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   const trustMounts: string[] = [];
   const wantsTrust = (c: JsonObject) => settings.caContainers === '*' || settings.caContainers.includes(c.name as string);
   for (const c of [...objectsOf(spec.initContainers), ...objectsOf(spec.containers)]) {
     if (!wantsTrust(c)) continue;
-    const added = addTrust(c, settings, notes);
+    const added = addTrust(c, settings, notes, ports);
     if (added.env.length > 0) env[String(c.name)] = added.env;
     if (added.mounted) trustMounts.push(String(c.name));
   }

@@ -61,6 +61,19 @@ export const ADMIN_PORT = 15020;
 export const ADMIN_ADDR = `0.0.0.0:${ADMIN_PORT}`;
 export const ADMIN_PORT_NAME = 'dpg-admin';
 
+/** The gateway's ports in a pod: its transparent listener (capture's redirect), forward proxy and admin listener. */
+export interface GatewayPorts {
+  readonly redirect: number;
+  readonly forward: number;
+  readonly admin: number;
+}
+export const DEFAULT_PORTS: GatewayPorts = { redirect: REDIRECT_PORT, forward: 15001, admin: ADMIN_PORT };
+/**
+ * In a pod with a service mesh (src/k8s/mesh.ts): Envoy binds 15001, 15006, 15020, 15021 and 15090
+ * on every address, Linkerd 4140, 4143, 4190 and 4191; the gateway takes these instead.
+ */
+export const MESH_PORTS: GatewayPorts = { redirect: 15106, forward: 15101, admin: 15120 };
+
 /** Pod annotations injection adds when the pod sets none of its own (the status lists those added). */
 export const DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-container';
 export const PROMETHEUS_PREFIX = 'prometheus.io/';

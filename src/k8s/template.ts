@@ -21,6 +21,8 @@ import {
   VOLUME,
 } from './names.ts';
 import type { InjectionSettings } from './settings.ts';
+import { DEFAULT_PORTS, type GatewayPorts } from './names.ts';
+import type { Mesh } from './mesh.ts';
 
 export interface ImageOptions {
   readonly image: string;
@@ -70,8 +72,10 @@ function dataMounts(s: InjectionSettings): IVolumeMount[] {
   return mounts;
 }
 
-function captureArgs(s: InjectionSettings): string[] {
-  const args = ['capture', '--proxy-uid', String(GATEWAY_UID), '--redirect-port', String(REDIRECT_PORT)];
+function captureArgs(s: InjectionSettings, ports: GatewayPorts, mesh: Mesh | undefined): string[] {
+  const args = ['capture', '--proxy-uid', String(GATEWAY_UID), '--redirect-port', String(ports.redirect)];
+  // The mesh proxy's connections carry what the gateway protected: captured again they would loop.
+  if (mesh) args.push('--exclude-uids', String(mesh.proxyUid));
   if (s.includePorts) args.push('--include-ports', s.includePorts);
   if (s.excludePorts) args.push('--exclude-ports', s.excludePorts);
   if (s.excludeCidrs.length > 0) args.push('--exclude-cidrs', s.excludeCidrs.join(','));
@@ -83,19 +87,19 @@ function probe(kind: 'ready' | 'live') {
   return { exec: { command: ['dpg', 'probe', kind, ...configArgs] } };
 }
 
-function proxyEnv(s: InjectionSettings): IEnvVar[] {
+function proxyEnv(s: InjectionSettings, ports: GatewayPorts): IEnvVar[] {
   const env: IEnvVar[] = [
     { name: 'NODE_ENV', value: 'production' },
     { name: 'DPG_DATA_DIR', value: PATH.data },
     // Metrics and health only, never payload data: on the pod IP so Prometheus can scrape it
     // (docs/kubernetes.md, "Metrics and the admin port").
-    { name: 'DPG_ADMIN_ADDR', value: ADMIN_ADDR },
+    { name: 'DPG_ADMIN_ADDR', value: ports.admin === ADMIN_PORT ? ADMIN_ADDR : `0.0.0.0:${ports.admin}` },
   ];
   if (s.captureMode === 'transparent') {
     // The forward listener would be a way around capture (loopback is exempt): off, unless env-proxy asks for it.
-    env.push({ name: 'DPG_TRANSPARENT_ADDR', value: TRANSPARENT_ADDR }, { name: 'DPG_PROXY_ADDR', value: 'off' });
+    env.push({ name: 'DPG_TRANSPARENT_ADDR', value: ports.redirect === REDIRECT_PORT ? TRANSPARENT_ADDR : `127.0.0.1:${ports.redirect}` }, { name: 'DPG_PROXY_ADDR', value: 'off' });
     if (s.transparentInspect) env.push({ name: 'DPG_TRANSPARENT_INSPECT', value: s.transparentInspect });
-  } else env.push({ name: 'DPG_PROXY_ADDR', value: FORWARD_PROXY_ADDR });
+  } else env.push({ name: 'DPG_PROXY_ADDR', value: forwardAddr(ports) });
   if (s.keyringSecret) {
     env.push({ name: 'DPG_KEYRING', valueFrom: { secretKeyRef: { name: s.keyringSecret, key: 'keyring.yaml' } } });
   }
@@ -113,7 +117,7 @@ function resources(s: InjectionSettings) {
 }
 
 /** Builds what injection adds to a pod with these settings. */
-export function buildParts(s: InjectionSettings, image: ImageOptions): InjectedParts {
+export function buildParts(s: InjectionSettings, image: ImageOptions, ports: GatewayPorts = DEFAULT_PORTS, mesh?: Mesh): InjectedParts {
   const pull = image.imagePullPolicy ? { imagePullPolicy: image.imagePullPolicy } : {};
   const initContainers: IContainer[] = [];
   const containers: IContainer[] = [];
@@ -123,7 +127,7 @@ export function buildParts(s: InjectionSettings, image: ImageOptions): InjectedP
       name: CONTAINER.capture,
       image: image.image,
       ...pull,
-      args: captureArgs(s),
+      args: captureArgs(s, ports, mesh),
       // iptables-legacy takes a lock file; the root filesystem stays read-only.
       env: [{ name: 'XTABLES_LOCKFILE', value: `${PATH.captureTmp}/xtables.lock` }],
       volumeMounts: [...configMounts(), { name: VOLUME.captureTmp, mountPath: PATH.captureTmp }],
@@ -148,8 +152,8 @@ export function buildParts(s: InjectionSettings, image: ImageOptions): InjectedP
     image: image.image,
     ...pull,
     args: ['serve', ...configArgs],
-    env: proxyEnv(s),
-    ports: [{ name: ADMIN_PORT_NAME, containerPort: ADMIN_PORT, protocol: 'TCP' }],
+    env: proxyEnv(s, ports),
+    ports: [{ name: ADMIN_PORT_NAME, containerPort: ports.admin, protocol: 'TCP' }],
     volumeMounts: [...configMounts(), ...dataMounts(s)],
     resources: resources(s),
     securityContext: lockedDown(GATEWAY_UID, []),
@@ -203,8 +207,13 @@ export function trustEnv(): IEnvVar[] {
 }
 
 /** In env-proxy mode: the forward proxy for every HTTP(S) client that honours the variables. */
-export function proxyVariables(s: InjectionSettings): IEnvVar[] {
-  const proxy = `http://${FORWARD_PROXY_ADDR}`;
+/** The forward proxy's address for these ports (the default one unchanged). */
+export function forwardAddr(ports: GatewayPorts): string {
+  return ports.forward === DEFAULT_PORTS.forward ? FORWARD_PROXY_ADDR : `127.0.0.1:${ports.forward}`;
+}
+
+export function proxyVariables(s: InjectionSettings, ports: GatewayPorts = DEFAULT_PORTS): IEnvVar[] {
+  const proxy = `http://${forwardAddr(ports)}`;
   const noProxy = ['localhost', '127.0.0.1', '::1', ...s.excludeCidrs].join(',');
   return [
     { name: 'HTTP_PROXY', value: proxy },

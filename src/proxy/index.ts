@@ -14,6 +14,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import type { ProxyConfig, ProxyRoute, ReverseListener } from '../config/types.ts';
 import { DpgError } from '../core/errors.ts';
+import { admitRequest } from '../core/admit-request.ts';
+import { overloadedError, type DoorGate, type Overload } from '../core/overload.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
@@ -46,6 +48,8 @@ export interface ProxyDeps {
   readonly transparentOverrides?: Pick<TransparentDeps, 'originalDestination'>;
   /** The gateway's readiness for origin-form `GET /readyz` (the sidecar profile's probe); absent: the proxy's own. */
   readonly isReady?: () => boolean;
+  /** Overload shedding per door (docs/operations.md#overload); absent (proxies built in tests): none. */
+  readonly overload?: Overload;
 }
 
 export interface RunningProxy {
@@ -262,6 +266,26 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     exchange.handle(req, res, target);
   };
 
+  const retryAfter = { 'retry-after': String(deps.overload?.config.retryAfterSeconds ?? 1) };
+  /**
+   * `serve` behind a door's overload gate: a request over its bounds is answered 503 with
+   * Retry-After before anything is read or dialled (Expect: 100-continue is never answered).
+   */
+  const serveAt = (gate: DoorGate | undefined): typeof serve =>
+    gate === undefined
+      ? serve
+      : (req, res, reading, expectsContinue) => {
+          const admission = admitRequest(gate, req, res);
+          if (typeof admission === 'string') {
+            sendProblem(res, problemOf(overloadedError(gate.door, admission)), undefined, !req.complete, retryAfter);
+            return;
+          }
+          serve(req, res, reading, expectsContinue);
+        };
+  const forwardGate = deps.overload?.gate('proxy');
+  const serveForward = serveAt(forwardGate);
+  const serveReverse = serveAt(deps.overload?.gate('reverse'));
+
   // Forward proxy: absolute-form requests, CONNECT, and GET /proxy/ca.pem for convenience.
   const forward = createServer({ keepAliveTimeout: 30_000 });
   limits.guard(forward, 'proxy', maxConnections);
@@ -284,11 +308,21 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       refuseTarget(res, 'This is a forward proxy: send absolute-form requests (set HTTP_PROXY / HTTPS_PROXY)');
       return;
     }
-    serve(req, res, forwardTarget(url), expectsContinue);
+    serveForward(req, res, forwardTarget(url), expectsContinue);
   };
   forward.on('request', onForward(false));
   forward.on('checkContinue', onForward(true));
-  forward.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => handleConnect({ ...tunnelDeps, interceptServer }, req, socket, head));
+  forward.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Saturated: refused before any tunnel opens or upstream is dialled (the tunnel itself is
+    // bounded by maxConnections; requests inside an intercepted one count at this door).
+    const shed = forwardGate?.refuseNew();
+    if (shed !== undefined) {
+      socket.on('error', () => socket.destroy());
+      sendProblemOnSocket(socket, problemOf(overloadedError('proxy', shed)), retryAfter);
+      return;
+    }
+    handleConnect({ ...tunnelDeps, interceptServer }, req, socket, head);
+  });
   forward.on('upgrade', onUpgrade(forward, (req) => forwardTarget(req.url ?? '')));
 
   // Decrypted (or plain) HTTP from intercepted CONNECT tunnels; never listens itself.
@@ -304,7 +338,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       res.destroy();
       return;
     }
-    serve(req, res, reading, expectsContinue);
+    serveForward(req, res, reading, expectsContinue);
   };
   interceptServer.on('request', onIntercepted(false));
   interceptServer.on('checkContinue', onIntercepted(true));
@@ -348,7 +382,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         leaves,
         connectTimeoutMs,
         logger,
-        serve,
+        serve: serveAt(deps.overload?.gate('transparent')),
+        admitConnection: () => deps.overload?.gate('transparent').refuseNew() === undefined,
         onUpgrade,
         onClientError,
         guard: (server, name) => limits.guard(server, name, maxConnections),
@@ -376,7 +411,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     limits.guard(server, `reverse${index}`, maxConnections);
     server.on('clientError', onClientError);
     const onReverse = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) =>
-      serve(req, res, reverseTarget(base, req.url ?? ''), expectsContinue);
+      serveReverse(req, res, reverseTarget(base, req.url ?? ''), expectsContinue);
     server.on('request', onReverse(false));
     server.on('checkContinue', onReverse(true));
     server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, req.url ?? '')));

@@ -40,7 +40,7 @@ function problemBody(problem: Problem, requestId: string | undefined): string {
  * Writes the problem unless headers already went out (then the connection is cut: a truncated
  * response must not look complete). `close` ends the keep-alive connection (unread body left).
  */
-export function sendProblem(res: ServerResponse, problem: Problem, requestId: string | undefined, close = false): void {
+export function sendProblem(res: ServerResponse, problem: Problem, requestId: string | undefined, close = false, extra?: Record<string, string>): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -52,15 +52,17 @@ export function sendProblem(res: ServerResponse, problem: Problem, requestId: st
   };
   if (requestId !== undefined) headers['x-request-id'] = requestId;
   if (close) headers.connection = 'close';
+  if (extra) Object.assign(headers, extra);
   res.writeHead(problem.status, headers);
   res.end(body);
 }
 
 /** The same problem on a raw socket (upgrade requests have no ServerResponse), then the connection ends. */
-export function sendProblemOnSocket(socket: Duplex, problem: Problem): void {
+export function sendProblemOnSocket(socket: Duplex, problem: Problem, extra?: Record<string, string>): void {
   const body = problemBody(problem, undefined);
+  const more = extra === undefined ? '' : Object.entries(extra).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.end(
-    `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+    `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n${more}` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

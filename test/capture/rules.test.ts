@@ -13,6 +13,22 @@ import { sharedTempDir } from '../helpers/netns.ts';
 const base: CaptureOptions = { proxyUid: 10001, redirectPort: 15006, includePorts: [80, 443], excludePorts: [], excludeCidrs: [] };
 
 describe('capture rules', () => {
+  test('a service mesh proxy UID (--exclude-uids) returns right after the gateway UID in both tables; 0 and the app UID are refused', () => {
+    const text = restoreInput({ ...base, excludeUids: [1337, 1337, 10001] }, 4);
+    const lines = text.split('\n');
+    for (const table of ['*nat', '*filter']) {
+      const at = lines.indexOf(table);
+      assert.deepEqual(lines.slice(at + 2, at + 5), [
+        '-A DPG_OUTPUT -m owner --uid-owner 10001 -j RETURN',
+        '-A DPG_OUTPUT -m owner --uid-owner 1337 -j RETURN',
+        '-A DPG_OUTPUT -d 127.0.0.0/8 -j RETURN',
+      ]);
+    }
+    assert.deepEqual(checkOptions({ ...base, excludeUids: [1337, 2102] }), []);
+    assert.match(checkOptions({ ...base, excludeUids: [0] }).join('\n'), /--exclude-uids 0 is refused/);
+    assert.match(checkOptions({ ...base, appUid: 10002, excludeUids: [10002] }).join('\n'), /--exclude-uids 10002 is the app's UID/);
+  });
+
   test('IPv4: exemptions first (UID, loopback by destination, CIDRs), then the redirect; UDP to the same ports rejected', () => {
     const text = restoreInput({ ...base, excludeCidrs: ['10.0.0.0/8', 'fd00::/8'], excludePorts: [443] , includePorts: [80, 443, 8080] }, 4);
     assert.equal(
@@ -234,6 +250,6 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
   test('--help describes the flags and the rules', () => {
     const r = dpg(['--help']);
     assert.equal(r.code, 0);
-    for (const flag of ['--proxy-uid', '--app-uid', '--redirect-port', '--include-ports', '--exclude-ports', '--exclude-cidrs', '--backend', '--config', '--dry-run', '--remove']) assert.ok(r.stdout.includes(flag), flag);
+    for (const flag of ['--proxy-uid', '--app-uid', '--redirect-port', '--include-ports', '--exclude-ports', '--exclude-cidrs', '--exclude-uids', '--backend', '--config', '--dry-run', '--remove']) assert.ok(r.stdout.includes(flag), flag);
   });
 });

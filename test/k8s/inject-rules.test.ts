@@ -285,3 +285,73 @@ describe('safe key defaults: a pod without a keyring Secret is warned about (iss
     assert.equal(JSON.stringify(r.template).includes('keyring'), false);
   });
 });
+
+describe('inject() refuses a pod that already carries another gateway (issue 18 item 5)', () => {
+  const cases: [string, JsonObject, RegExp][] = [
+    ['the gateway image under another name', pod({ containers: [app(), { name: 'egress', image: 'dpg:other-tag', args: ['serve'] }] }), /container "egress" already looks like a gateway \(it runs the gateway image dpg\).*capture and protect twice/],
+    ['the same image pinned by digest', pod({ initContainers: [{ name: 'net-setup', image: 'dpg@sha256:0123' }], containers: [app()] }), /"net-setup" already looks like a gateway/],
+    ['`dpg capture` in another image', pod({ initContainers: [{ name: 'iptables', image: 'registry.example/tools:1', command: ['node', '/opt/dpg/bin/dpg.js', 'capture', '--proxy-uid', '2000'] }], containers: [app()] }), /"iptables" already looks like a gateway \(it runs `dpg capture`\)/],
+    ['`dpg serve` in a shell line', pod({ containers: [app(), { name: 'sidecar', image: 'registry.example/base:1', command: ['sh', '-c', 'exec dpg serve --config /etc/dpg/gateway.yaml'] }] }), /"sidecar" already looks like a gateway \(it runs `dpg serve`\)/],
+    ['the gateway variables', pod({ containers: [app(), { name: 'relay', image: 'registry.example/relay:1', env: [{ name: 'DPG_TRANSPARENT_ADDR', value: '127.0.0.1:15006' }] }] }), /"relay" already looks like a gateway \(it sets DPG_TRANSPARENT_ADDR\)/],
+  ];
+  for (const [what, template, expected] of cases) {
+    it(what, () => assert.match(problemsOf(template).join('\n'), expected));
+  }
+
+  it('a service mesh sidecar (istio-proxy, linkerd-proxy) is no gateway: injected', () => {
+    const meshed = pod({
+      initContainers: [{ name: 'istio-init', image: 'docker.io/istio/proxyv2:1.24.0', args: ['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337'] }],
+      containers: [app(), { name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', args: ['proxy', 'sidecar'], env: [{ name: 'ISTIO_META_POD_PORTS', value: '[]' }] }],
+    });
+    assert.equal(inject(meshed, options).outcome, 'injected');
+  });
+
+  it('re-injection by this injector is no second gateway', () => {
+    const once = inject(pod({ containers: [app()] }), options);
+    assert.equal(once.outcome, 'injected');
+    assert.equal(inject(once.template, options).outcome, 'injected');
+  });
+});
+
+describe('inject() beside a service mesh (issue 18 item 5)', () => {
+  const find = (t: JsonObject, name: string): JsonObject => {
+    const spec = t.spec as { initContainers?: JsonObject[]; containers: JsonObject[] };
+    return [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === name)!;
+  };
+  const envOf = (c: JsonObject): Record<string, unknown> => Object.fromEntries(((c.env as { name: string; value?: string }[]) ?? []).map((e) => [e.name, e.value]));
+
+  it('Istio (its containers present): other ports, the mesh proxy UID exempt, a note', () => {
+    const r = inject(pod({ containers: [app(), { name: 'istio-proxy', image: 'docker.io/istio/proxyv2:1.24.0', securityContext: { runAsUser: 1337 } }] }), options);
+    assert.equal(r.outcome, 'injected');
+    if (r.outcome !== 'injected') return;
+    const args = find(r.template, 'dpg-init').args as string[];
+    assert.deepEqual(args.slice(0, 7), ['capture', '--proxy-uid', '10001', '--redirect-port', '15106', '--exclude-uids', '1337']);
+    const proxy = find(r.template, 'dpg-proxy');
+    assert.equal(envOf(proxy).DPG_TRANSPARENT_ADDR, '127.0.0.1:15106');
+    assert.equal(envOf(proxy).DPG_ADMIN_ADDR, '0.0.0.0:15120');
+    assert.deepEqual(proxy.ports, [{ name: 'dpg-admin', containerPort: 15120, protocol: 'TCP' }]);
+    assert.equal((r.template.metadata as { annotations: Record<string, string> }).annotations['prometheus.io/port'], '15120');
+    assert.match(r.notes.join('\n'), /service mesh istio \(container istio-proxy\).*exempts the mesh proxy's UID 1337/);
+  });
+
+  it("Linkerd asked for by annotation, a mesh proxy's own runAsUser, and env-proxy mode's forward port", () => {
+    const linkerd = inject(pod({ containers: [app()] }, { 'linkerd.io/inject': 'enabled' }), options);
+    assert.equal(linkerd.outcome, 'injected');
+    if (linkerd.outcome === 'injected') assert.ok((find(linkerd.template, 'dpg-init').args as string[]).join(' ').includes('--exclude-uids 2102'));
+    const own = inject(pod({ containers: [app(), { name: 'istio-proxy', image: 'i', securityContext: { runAsUser: 7777 } }] }), options);
+    if (own.outcome === 'injected') assert.ok((find(own.template, 'dpg-init').args as string[]).join(' ').includes('--exclude-uids 7777'));
+    const envProxy = inject(pod({ containers: [app()] }, { 'dpg.io/capture-mode': 'env-proxy', 'sidecar.istio.io/inject': 'true' }), options);
+    assert.equal(envProxy.outcome, 'injected');
+    if (envProxy.outcome !== 'injected') return;
+    assert.equal(envOf(find(envProxy.template, 'dpg-proxy')).DPG_PROXY_ADDR, '127.0.0.1:15101');
+    assert.equal(envOf(find(envProxy.template, 'app')).HTTP_PROXY, 'http://127.0.0.1:15101');
+  });
+
+  it('a pod without a mesh keeps the usual ports and no UID exemption', () => {
+    const r = inject(pod({ containers: [app()] }), options);
+    if (r.outcome !== 'injected') return assert.fail(r.outcome);
+    const args = (find(r.template, 'dpg-init').args as string[]).join(' ');
+    assert.match(args, /--redirect-port 15006/);
+    assert.doesNotMatch(args, /--exclude-uids/);
+  });
+});

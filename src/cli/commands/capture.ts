@@ -13,6 +13,7 @@ const options = {
   'include-ports': { type: 'string', value: 'LIST|*', help: 'TCP ports to capture, comma-separated, or * for all (default: the ports routes name; * when a route names none; 80,443 without routes)' },
   'exclude-ports': { type: 'string', value: 'LIST', help: 'TCP ports never captured' },
   'exclude-cidrs': { type: 'string', value: 'LIST', help: 'destination CIDRs never captured (IPv4 and IPv6)' },
+  'exclude-uids': { type: 'string', value: 'LIST', help: "UIDs whose connections are never captured: a service mesh's proxy (Istio 1337, Linkerd 2102), so the gateway's upstream connections can pass the mesh without coming back" },
   backend: { type: 'string', value: 'nft|legacy', help: 'iptables backend (default nft)' },
   config: { type: 'string', short: 'c', value: 'FILE', help: 'the gateway config dpg serve reads, for the routes\' ports (default DPG_CONFIG, else config/gateway.yaml)' },
   'dry-run': { type: 'boolean', help: 'print the rules and commands, change nothing' },
@@ -20,14 +21,14 @@ const options = {
 } satisfies FlagSpec;
 
 const USAGE = `dpg capture [--proxy-uid 10001] [--app-uid UID] [--redirect-port 15006] [--include-ports 80,443|*]
-            [--exclude-ports LIST] [--exclude-cidrs LIST] [--backend nft|legacy] [--config FILE]
+            [--exclude-ports LIST] [--exclude-cidrs LIST] [--exclude-uids LIST] [--backend nft|legacy] [--config FILE]
             [--dry-run] [--remove]
     Redirects this network namespace's outbound TCP (IPv4 and IPv6) to the gateway's transparent
     listener with iptables, so apps are protected with no proxy setting. Run as root (NET_ADMIN),
     before the app starts (an init container). Re-running gives the same rules; --remove undoes it.`;
 
 const DETAILS = `Rules (chain DPG_OUTPUT in the nat table; docs/transparent.md): connections of the gateway's
-UID return, loopback destinations (127.0.0.0/8, ::1) return, excluded CIDRs and ports return, the
+UID and of --exclude-uids return, loopback destinations (127.0.0.0/8, ::1) return, excluded CIDRs and ports return, the
 included ports are redirected. UDP to the included ports is rejected (HTTP/3 falls back to TCP).
 It reads the config dpg serve reads (--config, else DPG_CONFIG, else config/gateway.yaml), prints
 each route's port and the ports it captures, and refuses (exit 1, no rule installed) when a route's
@@ -99,6 +100,7 @@ export const captureCommand: Command = {
           options: {
             proxyUid: uid(v['proxy-uid'] as string | undefined, 'proxy-uid') ?? 10001,
             appUid: uid(v['app-uid'] as string | undefined, 'app-uid'),
+            excludeUids: v['exclude-uids'] ? (v['exclude-uids'] as string).split(',').map((u) => uid(u, 'exclude-uids') as number) : [],
             redirectPort: redirect !== undefined ? Number(redirect) : (configPort ?? 15006),
             includePorts,
             excludePorts: v['exclude-ports'] ? ports(v['exclude-ports'] as string, 'exclude-ports') : [],

@@ -44,6 +44,8 @@ export interface TransparentDeps {
   readonly logger: Logger;
   /** Serves one request once its target is read: the proxy's exchange, Expect handling, shutdown accounting. */
   readonly serve: (req: IncomingMessage, res: ServerResponse, reading: TargetReading, expectsContinue: boolean) => void;
+  /** False when the door is saturated (docs/operations.md#overload): the new connection is reset, never spliced unread. */
+  readonly admitConnection?: () => boolean;
   /** The proxy's upgrade handling, for a server of ours and our way of reading a request's target. */
   readonly onUpgrade: (server: HttpServer, read: (req: IncomingMessage) => TargetReading | undefined) => (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** The proxy's answer to a request node:http could not parse. */
@@ -269,6 +271,11 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
         client.destroy();
         return;
       }
+    }
+    if (deps.admitConnection?.() === false) {
+      // Counted and logged (rate-limited) by the overload gate; a line per connection would add to the load.
+      client.resetAndDestroy();
+      return;
     }
     let dst: OriginalDestination | undefined;
     try {

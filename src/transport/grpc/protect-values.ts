@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { handleUnaryCall, Metadata } from '@grpc/grpc-js';
 import { audit } from '../../core/audit.ts';
 import { DpgError, toDpgError } from '../../core/errors.ts';
+import { overloadedError, type DoorGate } from '../../core/overload.ts';
 import { safeName } from '../../core/safe-name.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
@@ -16,7 +17,7 @@ import type { Identity } from '../../identity/types.ts';
 import { bearerToken } from './bearer.ts';
 import { parseGrpcJob } from './job-config.ts';
 import type { ProtectValuesReply } from './proto.ts';
-import { REQUEST_ID_KEY, successTrailers, toServiceError } from './status.ts';
+import { REQUEST_ID_KEY, RETRY_PUSHBACK_KEY, successTrailers, toServiceError } from './status.ts';
 import { emptyJobConfig, type DecodedProtectValuesRequest } from './wire.ts';
 
 export interface ProtectValuesDeps {
@@ -25,6 +26,10 @@ export interface ProtectValuesDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly limits: LimitsConfig;
+  /** The gRPC door's overload gate (docs/operations.md#overload); absent: no shedding. */
+  readonly gate?: DoorGate;
+  /** Sent as the grpc-retry-pushback-ms trailer of a shed call. Default 1. */
+  readonly retryAfterSeconds?: number;
 }
 
 /**
@@ -71,7 +76,16 @@ export function createProtectValuesHandler(
   deps: ProtectValuesDeps,
 ): handleUnaryCall<DecodedProtectValuesRequest, ProtectValuesReply> {
   return (call, callback) => {
-    void serve(deps, call.request, call.metadata, () => call.cancelled, callback);
+    const admission = deps.gate?.admit(call.request.wireBytes ?? 0);
+    if (typeof admission === 'string') {
+      // Refused before any work (token checks included): UNAVAILABLE, which clients retry with
+      // backoff, and the pushback gRPC's retry policy honours (docs/grpc-api.md, Overload).
+      const status = toServiceError(overloadedError('grpc', admission), pickRequestId(call.request.request_id, call.metadata));
+      status.metadata?.set(RETRY_PUSHBACK_KEY, String((deps.retryAfterSeconds ?? 1) * 1000));
+      callback(status);
+      return;
+    }
+    void serve(deps, call.request, call.metadata, () => call.cancelled, callback).finally(() => admission?.release());
   };
 }
 

@@ -61,7 +61,7 @@ export function protectServiceDefinition(options: DecodeOptions): ServiceDefinit
     requestStream: false,
     responseStream: false,
     requestSerialize: () => serverOnly('request encoding'),
-    requestDeserialize: (bytes: Buffer): DecodedProtectValuesRequest => decodeProtectValuesRequest(bytes, options),
+    requestDeserialize: (bytes: Buffer): DecodedProtectValuesRequest => ({ ...decodeProtectValuesRequest(bytes, options), wireBytes: bytes.length }),
     responseSerialize: (reply: ProtectValuesReply): Buffer => encodeProtectValuesResponse(reply.rows),
     responseDeserialize: () => serverOnly('response decoding'),
   };

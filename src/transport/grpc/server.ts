@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import type { Overload } from '../../core/overload.ts';
 import type { GatewayConfig, TlsFiles } from '../../config/types.ts';
 import type { Engine } from '../../engine/types.ts';
 import type { Identity } from '../../identity/types.ts';
@@ -22,6 +23,8 @@ export interface GrpcServerDeps {
   readonly metrics: Metrics;
   /** Health reports SERVING only while this is true. */
   readonly isReady: () => boolean;
+  /** Overload shedding (docs/operations.md#overload); absent: none. */
+  readonly overload?: Overload;
 }
 
 const DEFAULT_GRACE_MS = 10_000;
@@ -41,6 +44,8 @@ export async function startGrpcServer(deps: GrpcServerDeps): Promise<RunningServ
       logger: deps.logger,
       metrics: deps.metrics,
       limits,
+      gate: deps.overload?.gate('grpc'),
+      retryAfterSeconds: deps.overload?.config.retryAfterSeconds,
     }),
   });
   const health = createHealthService(deps.isReady);

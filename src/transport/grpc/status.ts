@@ -10,6 +10,8 @@ export const ERROR_DETAILS_KEY = 'dpg-error-details';
 export const REQUEST_ID_KEY = 'x-request-id';
 export const VALUES_PROTECTED_KEY = 'dpg-values-protected';
 export const VALUES_FAILED_KEY = 'dpg-values-failed';
+/** How long a client should wait before retrying a shed call (gRPC's retry pushback, in ms). */
+export const RETRY_PUSHBACK_KEY = 'grpc-retry-pushback-ms';
 
 /** Failure locations sent back in ERROR_DETAILS_KEY; more would crowd the header block. */
 const MAX_DETAILS = 20;

@@ -34,6 +34,8 @@ export interface DecodedProtectValuesRequest {
   readonly malformed?: string;
   /** Set when the message holds more rows than allowed; decoding stopped there. */
   readonly tooManyRows?: boolean;
+  /** The message's size on the wire (set by the service definition; counted by overload shedding). */
+  readonly wireBytes?: number;
 }
 
 export interface DecodeOptions {

@@ -10,6 +10,7 @@ import type { GatewayConfig } from '../../config/types.ts';
 import type { Identity } from '../../identity/types.ts';
 import type { Logger } from '../../core/logger.ts';
 import type { Metrics } from '../../core/metrics.ts';
+import type { Overload } from '../../core/overload.ts';
 
 export interface HttpDeps {
   readonly config: GatewayConfig;
@@ -21,6 +22,8 @@ export interface HttpDeps {
   readonly isReady: () => boolean;
   /** The egress proxy's CA certificate, for GET /proxy/ca.pem; undefined when there is none. */
   readonly proxyCaPem?: () => string | undefined;
+  /** Overload shedding (docs/operations.md#overload); absent (servers built in tests): none. */
+  readonly overload?: Overload;
 }
 
 /** Names, ids and counts only: what the audit line of this request will carry. */

@@ -7,6 +7,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { performance } from 'node:perf_hooks';
 import { audit } from '../../core/audit.ts';
 import { toDpgError, type DpgError } from '../../core/errors.ts';
+import { admitRequest } from '../../core/admit-request.ts';
+import { overloadedError } from '../../core/overload.ts';
 import type { Door } from '../../core/metrics.ts';
 import type { ProtectSummary } from '../../core/types.ts';
 import { BEARER_CHALLENGE } from './authenticate.ts';
@@ -124,6 +126,9 @@ export function callsiteFrames(cause: { name?: unknown; message?: unknown; stack
   return frames.length === 0 ? undefined : frames.join('\n');
 }
 
+/** Probes, scrapes and static documents: cheap, and what tells an operator the gateway is saturated. Never shed. */
+const NEVER_SHED = new Set(['/healthz', '/readyz', '/metrics', '/proxy/ca.pem', JWKS_PATH]);
+
 function pathOf(url: string | undefined): string {
   if (url === undefined) return '/';
   const q = url.indexOf('?');
@@ -133,6 +138,8 @@ function pathOf(url: string | undefined): string {
 export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
   let closing = false;
   let inFlight = 0;
+  const gate = deps.overload?.gate('http');
+  const retryAfter = String(deps.overload?.config.retryAfterSeconds ?? 1);
 
   const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS }, (req: IncomingMessage, res: ServerResponse) => {
     const clientRequestId = clientRequestIdFrom(req);
@@ -161,6 +168,17 @@ export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
         headers: status === 405 ? { Allow: Object.keys(methods ?? {}).join(', ') } : undefined,
       });
       return;
+    }
+    if (gate !== undefined && !NEVER_SHED.has(pathOf(req.url))) {
+      const admission = admitRequest(gate, req, res);
+      if (typeof admission === 'string') {
+        // Refused before any work: the body is left unread and the connection closed with the answer.
+        sendProblem(res, problemFromError(overloadedError('http', admission), ex.requestId), {
+          closeConnection: !req.complete,
+          headers: { 'Retry-After': retryAfter },
+        });
+        return;
+      }
     }
     handler(deps, ex).catch((err: unknown) => reportFailure(deps, ex, toDpgError(err)));
   });

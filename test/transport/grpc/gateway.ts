@@ -8,6 +8,7 @@ import { createLogger } from '../../../src/core/logger.ts';
 import { Metrics } from '../../../src/core/metrics.ts';
 import type { GatewayConfig, GrpcConfig, IdentityConfig, LimitsConfig } from '../../../src/config/types.ts';
 import type { Engine } from '../../../src/engine/types.ts';
+import type { Overload } from '../../../src/core/overload.ts';
 import { createIdentity } from '../../../src/identity/identity.ts';
 import type { Identity } from '../../../src/identity/types.ts';
 import { startGrpcServer } from '../../../src/transport/grpc/index.ts';
@@ -36,6 +37,7 @@ export interface GrpcTestGatewayOptions {
   readonly grpc?: Partial<GrpcConfig>;
   readonly limits?: Partial<LimitsConfig>;
   readonly engine?: Engine;
+  readonly overload?: Overload;
 }
 
 export async function startGrpcTestGateway(options: GrpcTestGatewayOptions = {}): Promise<GrpcTestGateway> {
@@ -54,6 +56,7 @@ export async function startGrpcTestGateway(options: GrpcTestGatewayOptions = {})
     logger,
     metrics,
     isReady: () => state.ready,
+    overload: options.overload,
   });
   return {
     port: server.address.port,

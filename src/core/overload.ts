@@ -1,0 +1,242 @@
+// Overload shedding (docs/operations.md#overload): each door admits new work only while its
+// requests and request bytes in flight are under their bounds and the event loop keeps time. Work
+// refused here has not started, so the client can retry it safely; queueing it instead would grow
+// memory until the kernel kills the sidecar.
+
+import type { OverloadConfig } from '../config/types.ts';
+import { DpgError } from './errors.ts';
+
+/** The doors that take new work (the admin listener and probes are never shed). */
+export type OverloadDoor = 'proxy' | 'reverse' | 'transparent' | 'http' | 'grpc';
+export type ShedReason = 'requests' | 'bytes' | 'event-loop';
+
+export const DEFAULT_OVERLOAD: OverloadConfig = {
+  maxRequestsInFlight: 256,
+  maxBytesInFlight: 32 * 1024 * 1024,
+  maxEventLoopDelayMs: 1000,
+  maxEventLoopUtilization: 0.95,
+  retryAfterSeconds: 1,
+};
+
+/** How often the event loop's lateness is sampled. */
+const SAMPLE_MS = 100;
+/**
+ * Two late samples in a row shut the guard for this long: the backlog a stall leaves arrives right
+ * after it. One late sample alone does not: a single stall is often the very request that caused it
+ * (an interception certificate minted, one large body parsed), which must not be refused for it.
+ */
+const HOLD_MS = 1000;
+/** Weight of the newest sample in the event-loop utilisation average (about one second at 100 ms samples). */
+const UTILISATION_WEIGHT = 0.1;
+
+/**
+ * Two signs that the event loop cannot keep up. Lateness: a stalled loop (a heavy body parsed
+ * inline, a GC pause) makes every connection wait, and work accepted right after a stall only
+ * lengthens the queue; timers run before I/O callbacks in each loop turn, so the late sample is seen
+ * before the backlog is admitted. Utilisation: a loop busy all the time (more requests than CPU) is
+ * never late by much per turn, yet requests wait unread in the kernel's socket buffers, where no
+ * in-flight count sees them; answering them 503 costs far less than protecting them.
+ */
+class LoopDelay {
+  private expected = 0;
+  private lateUntil = -Infinity;
+  private lastLate = false;
+  /** The last sample's lateness in ms (for the gauge). */
+  lastMs = 0;
+  /** Average share of time the loop was busy (0-1), over about the last second. */
+  utilisation = 0;
+  private elu = performance.eventLoopUtilization();
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly maxMs: number,
+    private readonly maxUtilisation: number,
+    private readonly now: () => number,
+  ) {
+    if (maxMs <= 0 && maxUtilisation >= 1) return;
+    this.expected = now() + SAMPLE_MS;
+    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+    this.timer.unref();
+  }
+
+  private sample(): void {
+    const t = this.now();
+    this.lastMs = Math.max(0, t - this.expected);
+    this.expected = t + SAMPLE_MS;
+    const late = this.maxMs > 0 && this.lastMs > this.maxMs;
+    if (late && this.lastLate) this.lateUntil = t + HOLD_MS;
+    this.lastLate = late;
+    const elu = performance.eventLoopUtilization();
+    const window = performance.eventLoopUtilization(elu, this.elu);
+    this.elu = elu;
+    this.utilisation += UTILISATION_WEIGHT * (window.utilization - this.utilisation);
+  }
+
+  late(): boolean {
+    return this.now() < this.lateUntil || (this.maxUtilisation < 1 && this.utilisation > this.maxUtilisation);
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
+
+/** One admitted request: release it exactly once when its exchange ends (idempotent). */
+export interface Admission {
+  /** Body bytes received so far beyond what was declared (chunked bodies count as they arrive). */
+  received(bytes: number): void;
+  release(): void;
+}
+
+/** The admission bounds of one door. */
+export class DoorGate {
+  requests = 0;
+  bytes = 0;
+
+  constructor(
+    readonly door: OverloadDoor,
+    private readonly overload: Overload,
+  ) {}
+
+  /**
+   * Admits one request declaring `declaredBytes` (its Content-Length; 0 when unknown), or says why
+   * not. A single request larger than the byte bound is still admitted when the door holds none
+   * (its own size limit governs it), so the bound is never lower than the largest allowed body.
+   */
+  admit(declaredBytes: number): Admission | ShedReason {
+    const { config } = this.overload;
+    const reason = this.overload.loopLate()
+      ? 'event-loop'
+      : this.requests >= config.maxRequestsInFlight
+        ? 'requests'
+        : this.requests > 0 && this.bytes + declaredBytes > config.maxBytesInFlight
+          ? 'bytes'
+          : undefined;
+    if (reason !== undefined) {
+      this.overload.shed(this.door, reason);
+      return reason;
+    }
+    this.requests++;
+    this.bytes += declaredBytes;
+    let held = declaredBytes;
+    let seen = 0;
+    let released = false;
+    return {
+      received: (n) => {
+        if (released) return;
+        seen += n;
+        if (seen > held) {
+          this.bytes += seen - held;
+          held = seen;
+        }
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.requests--;
+        this.bytes -= held;
+      },
+    };
+  }
+
+  /**
+   * For work that is not a request (a CONNECT before its tunnel, a new transparent connection):
+   * whether the door could take a request now; a refusal is counted as shed.
+   */
+  refuseNew(): ShedReason | undefined {
+    const reason = this.saturation();
+    if (reason !== undefined) this.overload.shed(this.door, reason);
+    return reason;
+  }
+
+  /** Why the door would refuse a request now (readiness), without counting a shed. */
+  saturation(): ShedReason | undefined {
+    const { config } = this.overload;
+    if (this.overload.loopLate()) return 'event-loop';
+    if (this.requests >= config.maxRequestsInFlight) return 'requests';
+    if (this.bytes >= config.maxBytesInFlight) return 'bytes';
+    return undefined;
+  }
+}
+
+export interface OverloadHooks {
+  /** Called for every request or connection refused (metrics, a rate-limited log line). */
+  readonly onShed?: (door: OverloadDoor, reason: ShedReason) => void;
+  readonly now?: () => number;
+}
+
+/** The gates of every door and the event-loop guard they share. */
+export class Overload {
+  private readonly gates = new Map<OverloadDoor, DoorGate>();
+  private readonly loop: LoopDelay;
+
+  constructor(
+    readonly config: OverloadConfig,
+    private readonly hooks: OverloadHooks = {},
+  ) {
+    this.loop = new LoopDelay(config.maxEventLoopDelayMs, config.maxEventLoopUtilization ?? 1, hooks.now ?? (() => performance.now()));
+  }
+
+  gate(door: OverloadDoor): DoorGate {
+    let g = this.gates.get(door);
+    if (g === undefined) {
+      g = new DoorGate(door, this);
+      this.gates.set(door, g);
+    }
+    return g;
+  }
+
+  loopLate(): boolean {
+    return this.loop.late();
+  }
+
+  /** The event loop's lateness at the last sample, in ms. */
+  loopDelayMs(): number {
+    return this.loop.lastMs;
+  }
+
+  /** The event loop's busy share (0-1), averaged over about the last second. */
+  loopUtilisation(): number {
+    return this.loop.utilisation;
+  }
+
+  shed(door: OverloadDoor, reason: ShedReason): void {
+    this.hooks.onShed?.(door, reason);
+  }
+
+  /** The first saturated door and why (readiness), or undefined. */
+  saturated(): string | undefined {
+    for (const g of this.gates.values()) {
+      const reason = g.saturation();
+      if (reason !== undefined) return `${g.door}: ${describe(reason)}`;
+    }
+    return undefined;
+  }
+
+  /** Requests and bytes in flight per door (gauges). */
+  load(): { door: OverloadDoor; requests: number; bytes: number }[] {
+    return [...this.gates.values()].map((g) => ({ door: g.door, requests: g.requests, bytes: g.bytes }));
+  }
+
+  close(): void {
+    this.loop.close();
+  }
+}
+
+function describe(reason: ShedReason): string {
+  if (reason === 'requests') return 'requests in flight at limits.overload.maxRequestsInFlight';
+  if (reason === 'bytes') return 'request bytes in flight at limits.overload.maxBytesInFlight';
+  return 'event loop delay above limits.overload.maxEventLoopDelayMs or its utilisation above maxEventLoopUtilization';
+}
+
+/** The catalogue error a shed request is answered with (503 / UNAVAILABLE). Names the bound, never the request. */
+export function overloadedError(door: OverloadDoor, reason: ShedReason): DpgError {
+  return new DpgError('OVERLOADED', `The gateway is at capacity (${door}: ${describe(reason)}); retry after the Retry-After interval`);
+}
+
+/** Content-Length as a number of bytes; 0 when absent or unreadable (the parser refuses bad ones). */
+export function declaredLength(header: string | undefined): number {
+  if (header === undefined) return 0;
+  const n = Number(header);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
+}
