@@ -218,7 +218,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       refreshMs: c.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
       logger,
     });
-    const routes = compileRouteSet(c.routes ?? [], engine, logger, hostAddresses);
+    let routes: CompiledRouteSet;
+    try {
+      routes = compileRouteSet(c.routes ?? [], engine, logger, hostAddresses);
+    } catch (err) {
+      if (agent !== previous?.agent) void agent.close();
+      throw err;
+    }
     // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
     // address, as the transparent listener matches them (dial-address.ts).
     const dial = new DialAddresses({
