@@ -1,15 +1,20 @@
 // Wires config, keyring, engine, identity, metrics and the doors together. Nothing imports this
 // but the CLI; the doors never import each other and meet only here.
 
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { ConfigError, StartupError } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
 import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
 import { fingerprintKeyring } from './crypto/keyring-fingerprint.ts';
+import type { Keyring } from './crypto/keyring.ts';
+import { loadConfig } from './config/load.ts';
 import type { RunningProxy } from './proxy/index.ts';
 import { DEFAULT_OVERLOAD, Overload } from './core/overload.ts';
+import { ConfigGeneration } from './reload/generation.ts';
+import { LiveEngine } from './reload/live-engine.ts';
+import { startReloader, type Reloader } from './reload/reloader.ts';
 
 // Each door, the identity service and the metrics registry are imported only when the config turns
 // them on (dynamic import): the gRPC stack, jose, prom-client and undici cost memory and start-up
@@ -17,7 +22,10 @@ import { DEFAULT_OVERLOAD, Overload } from './core/overload.ts';
 
 export interface Gateway {
   readonly addresses: Record<string, { host: string; port: number }>;
-  reload(): void;
+  /** Loads the configuration again (SIGHUP); resolves true when the new one took effect. */
+  reload(): Promise<boolean>;
+  /** The configuration generation in force (1 at start). */
+  generation(): number;
   close(): Promise<void>;
 }
 
@@ -34,7 +42,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const refs = checkConfigReferences(config, engine);
   if (refs.length > 0) throw new ConfigError(refs);
   // Replicas must share one keyring: the fingerprint lets operators compare them (never key bytes).
-  const keyringId = fingerprintKeyring(keyring);
+  let keyringId = fingerprintKeyring(keyring);
   logger.info({ keySource: config.keys.source, fingerprint: keyringId.fingerprint, keyVersions: keyringId.versions }, 'keyring');
   // Metrics are served on the HTTP API and the admin listener; without either nothing would read them.
   const metrics = httpOn || config.admin ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
@@ -43,6 +51,11 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   if (config.proxy.enabled) metrics.watchCertificate('proxy-ca', () => proxy?.caPem);
   const grpcTls = config.grpc.tls;
   if (grpcOn && grpcTls) metrics.watchCertificate('grpc-serving', () => readFileSync(grpcTls.cert, 'utf8'));
+  // Every door runs a request under the generation in force when it started (src/reload/).
+  const first = new ConfigGeneration(1, config, engine);
+  let reloader: Reloader | undefined;
+  const current = (): ConfigGeneration => reloader?.current() ?? first;
+  const liveEngine = new LiveEngine(current);
   // Tokens are issued on HTTP and checked by HTTP and gRPC: with both off there is nothing to identify.
   const identityStarting =
     httpOn || grpcOn
@@ -62,19 +75,28 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   if (config.proxy.enabled) {
     starting.push(
       door('egress proxy', config.proxy.listen, async () => {
-        proxy = await (await import('./proxy/index.ts')).startProxy({ config: config.proxy, dataDir: config.dataDir, engine, logger, metrics, isReady, overload });
+        proxy = await (await import('./proxy/index.ts')).startProxy({
+          config: config.proxy,
+          dataDir: config.dataDir,
+          engine,
+          logger,
+          metrics,
+          isReady,
+          hold: () => first.enter(),
+          overload,
+        });
         return proxy;
       }),
     );
   }
   const http = httpOn
     ? door('HTTP API', config.http.listen, async () =>
-        (await import('./transport/http/server.ts')).startHttpServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem, overload }),
+        (await import('./transport/http/server.ts')).startHttpServer({ config, engine: liveEngine, identity: await needIdentity(), logger, metrics, isReady, proxyCaPem: () => proxy?.caPem, overload }),
       )
     : undefined;
   const grpc = grpcOn
     ? door('gRPC API', config.grpc.listen, async () =>
-        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine, identity: await needIdentity(), logger, metrics, isReady, overload }),
+        (await import('./transport/grpc/index.ts')).startGrpcServer({ config, engine: liveEngine, identity: await needIdentity(), logger, metrics, isReady, overload }),
       )
     : undefined;
   if (http) starting.push(http);
@@ -109,24 +131,47 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   }
   logger.info({ manifests: engine.manifestNames() }, 'ready');
 
-  const reload = () => {
-    const problems = engine.reload();
-    if (problems.length > 0) {
-      logger.error({ problems: problems.length, files: [...new Set(problems.map((p) => p.file))] }, 'manifest reload refused; previous manifests stay in force');
-    } else logger.info({ manifests: engine.manifestNames() }, 'manifests reloaded');
-  };
-  const watcher = watchManifests(config.manifests, reload, logger);
+  reloader = startReloader({
+    first,
+    load: () => loadConfig({ file: config.file }),
+    build: (next) => {
+      const built = buildEngine(next, logger);
+      const problems = checkConfigReferences(next, built.engine);
+      if (problems.length > 0) {
+        void built.engine.close();
+        throw new ConfigError(problems);
+      }
+      return built;
+    },
+    onKeyring: (next: Keyring) => {
+      const id = fingerprintKeyring(next);
+      if (id.fingerprint === keyringId.fingerprint) return;
+      keyringId = id;
+      metrics.setKeyring(id);
+      logger.info({ keySource: config.keys.source, fingerprint: id.fingerprint, keyVersions: id.versions }, 'keyring changed by reload');
+    },
+    door: {
+      reconfigure: async (g, commit) => {
+        if (!proxy) return commit();
+        await proxy.reconfigure({ config: g.config.proxy, engine: g.engine, hold: () => g.enter() }, commit);
+      },
+    },
+    logger,
+    metrics,
+  });
+  const reload = (): Promise<boolean> => reloader!.reload('SIGHUP');
 
   return {
     addresses,
     reload,
+    generation: () => current().id,
     async close() {
       ready = false;
-      watcher?.close();
+      reloader?.close();
       const grace = config.http.shutdownGraceMs;
       await Promise.all([httpServer?.close(grace), grpcServer?.close(grace), proxy?.close(grace)]);
       // After the doors drained: no request waits on a protection worker any more.
-      await engine.close();
+      await current().engine.close();
       // Last: probes and scrapes keep an answer (not ready) while the doors drain.
       await adminServer?.close();
       await identity?.close();
@@ -152,23 +197,6 @@ function startOverload(config: GatewayConfig, metrics: Metrics, logger: Logger):
   });
   metrics.trackOverload(overload);
   return overload;
-}
-
-/** Reloads manifests shortly after files in their directory change (editors write in bursts). */
-function watchManifests(dir: string, reload: () => void, logger: Logger): FSWatcher | undefined {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const watcher = watch(dir, { persistent: false }, () => {
-      clearTimeout(timer);
-      timer = setTimeout(reload, 250);
-      timer.unref();
-    });
-    watcher.on('error', () => logger.warn('manifest directory watch stopped; reload with SIGHUP'));
-    return watcher;
-  } catch {
-    logger.warn('cannot watch the manifest directory; reload with SIGHUP');
-    return undefined;
-  }
 }
 
 interface Closable {
@@ -214,6 +242,8 @@ function unreadMetrics(): Metrics {
     watchCertificate(): void {},
     trackOverload(): void {},
     observeShed(): void {},
+    setConfigGeneration(): void {},
+    observeReload(): void {},
     async render() {
       return { contentType: 'text/plain; version=0.0.4', body: '' };
     },

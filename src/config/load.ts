@@ -104,7 +104,9 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const data = plainForSchema(root.node);
   const flagged = checkAgainstSchema(validateGateway, gatewaySchema, data, root.node, sink);
   if (!isRaw(data)) return { problems: sink.problems };
-  const base = dirname(file);
+  // DPG_CONFIG_BASE: relative paths resolve against it instead of the file's folder (an injected
+  // pod mounts the config in /etc/dpg/config but keeps the paths of the /etc/dpg layout).
+  const base = env.DPG_CONFIG_BASE ? resolve(cwd, env.DPG_CONFIG_BASE) : dirname(file);
   const envProblems: ConfigProblem[] = [];
   const r = new SectionReader(base, root, flagged);
 
@@ -123,7 +125,9 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
   const http = r.http(raw(data.http), envAddr('DPG_HTTP_ADDR'));
   const grpc = r.grpc(raw(data.grpc), envAddr('DPG_GRPC_ADDR'));
   const identity = r.identity(raw(data.identity), dataDir);
-  const keys = r.keys(raw(data.keys));
+  // DPG_KEYRING_FILE: an injected pod's keyring Secret as a file volume (src/k8s/template.ts); it
+  // replaces the config's keyring source.
+  const keys = keyringFileFromEnv(r.keys(raw(data.keys)), env.DPG_KEYRING_FILE, cwd, envProblems);
   const manifests = r.manifests(data.manifests);
   // DPG_PROXY_ADDR=off: no forward listener (an injected pod in capture mode).
   const proxyEnv = envListen('DPG_PROXY_ADDR', '127.0.0.1:8080', true);
@@ -141,6 +145,14 @@ export function loadConfig(options: LoadOptions = {}): LoadResult {
 }
 
 /** Loads or throws ConfigError listing every problem. */
+/** `keys` with DPG_KEYRING_FILE (when set) as its file source; the config's defaultKey stays. */
+function keyringFileFromEnv(keys: KeysConfig, value: string | undefined, cwd: string, problems: ConfigProblem[]): KeysConfig {
+  if (value === undefined || value === '') return keys;
+  const file = resolve(cwd, value);
+  if (!existsSync(file)) problems.push({ file: 'environment DPG_KEYRING_FILE', message: `file not found: ${file}` });
+  return { source: 'file', file, ...(keys.defaultKey ? { defaultKey: keys.defaultKey } : {}) };
+}
+
 export function loadConfigOrThrow(options: LoadOptions = {}): GatewayConfig {
   const { config, problems } = loadConfig(options);
   if (!config) throw new ConfigError(problems);

@@ -64,6 +64,9 @@ export class Metrics {
   private readonly certificateExpiry = new Map<string, { pem: string; notAfter: number }>();
   private readonly sheds: Counter<'door' | 'reason'>;
   private overloadSource: OverloadSource | undefined;
+  private readonly configGeneration: Gauge;
+  private readonly configReloads: Counter<'result'>;
+  private readonly configLastReload: Gauge;
 
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
@@ -190,6 +193,23 @@ export class Metrics {
         if (s) this.set(s.loopUtilisation());
       },
     });
+    this.configGeneration = new Gauge({
+      name: 'dpg_config_generation',
+      help: 'The configuration generation in force: 1 at start, one more per reload that took effect',
+      registers,
+    });
+    this.configReloads = new Counter({
+      name: 'dpg_config_reloads_total',
+      help: 'Configuration reloads by result (success, failure: refused, the previous configuration stays in force)',
+      labelNames: ['result'],
+      registers,
+    });
+    for (const result of ['success', 'failure']) this.configReloads.inc({ result }, 0);
+    this.configLastReload = new Gauge({
+      name: 'dpg_config_last_reload_success_timestamp_seconds',
+      help: 'When the configuration in force took effect (start or the last successful reload), Unix seconds',
+      registers,
+    });
   }
 
   /** Reports a certificate's expiry on every scrape, read afresh from `source`. */
@@ -204,6 +224,17 @@ export class Metrics {
 
   observeShed(door: string, reason: string): void {
     this.sheds.inc({ door, reason });
+  }
+
+  /** The configuration in force (src/reload/reloader.ts): its generation, and the time it took over. */
+  setConfigGeneration(generation: number, at: Date): void {
+    this.configGeneration.set(generation);
+    this.configLastReload.set(at.getTime() / 1000);
+  }
+
+  /** One reload attempt: `success`, or `failure` when the new configuration was refused. */
+  observeReload(result: 'success' | 'failure'): void {
+    this.configReloads.inc({ result });
   }
 
   /** Replaces the keyring series (at start, and when a new keyring comes into force). */

@@ -2,8 +2,8 @@
 // from a file, an environment variable or a generated dev file, and HKDF derivation of working keys.
 
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError, DpgError, type ConfigProblem } from '../core/errors.ts';
 
@@ -334,10 +334,27 @@ function parseKeyDocumentText(text: string, source: string): Keyring {
  * group may change it. Group read stays allowed (a Kubernetes Secret mounted with defaultMode 0440
  * and an fsGroup). The mode is the target's when the path is a symlink (Secret volumes use them).
  */
-export function keyFilePermissionProblem(mode: number): string | undefined {
+export function keyFilePermissionProblem(mode: number, inSecretVolume = false): string | undefined {
   if ((mode & 0o007) === 0 && (mode & 0o020) === 0) return undefined;
+  // A Kubernetes Secret volume: its files are root's, so a non-root gateway reads them through the
+  // other-read bit (defaultMode 0444); only containers that mount the volume see it, and injection
+  // mounts the keyring in dpg-proxy alone. Writable by anyone but the owner stays refused.
+  if (inSecretVolume && (mode & 0o022) === 0) return undefined;
   const octal = (mode & 0o777).toString(8).padStart(4, '0');
   return `the key file's permissions (${octal}) let ${mode & 0o020 ? 'its group change it' : 'other users read or change it'}: make it readable by its owner only (chmod 600; in Kubernetes, defaultMode: 0400)`;
+}
+
+/**
+ * True when `path` is a file of a volume the kubelet writes (Secret, ConfigMap, projected): it
+ * resolves into a timestamped directory `..YYYY_MM_DD_hh_mm_ss.N` next to the `..data` symlink.
+ */
+function inKubeletVolume(path: string): boolean {
+  try {
+    const parent = dirname(realpathSync(path));
+    return /^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+$/.test(basename(parent)) && lstatSync(join(dirname(parent), '..data')).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** Loads a keyring from a YAML or JSON file; problems name the file and line. Refuses unsafe permissions. */
@@ -346,7 +363,7 @@ export function loadKeyringFile(path: string): Keyring {
   try {
     const info = statSync(path);
     if (!info.isFile()) throw new ConfigError([{ file: path, message: 'the key file is not a regular file' }]);
-    const problem = process.platform === 'win32' ? undefined : keyFilePermissionProblem(info.mode);
+    const problem = process.platform === 'win32' ? undefined : keyFilePermissionProblem(info.mode, inKubeletVolume(path));
     if (problem !== undefined) throw new ConfigError([{ file: path, message: problem }]);
     text = readFileSync(path, 'utf8');
   } catch (err) {

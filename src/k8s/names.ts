@@ -25,6 +25,8 @@ export const CONTAINER = {
 export const VOLUME = {
   config: 'dpg-config',
   manifests: 'dpg-manifests',
+  /** The keyring Secret (dpg.io/keyring) as a file volume; mounted by dpg-proxy only. */
+  keyring: 'dpg-keyring',
   /** DPG_DATA_DIR: the CA key lives here; mounted by dpg-trust and dpg-proxy only. */
   data: 'dpg-data',
   /** Public trust files (ca.crt, bundle.pem, truststore.p12); mounted read-only by app containers. */
@@ -36,8 +38,18 @@ export const VOLUME = {
 } as const;
 
 export const PATH = {
-  config: '/etc/dpg/gateway.yaml',
+  /**
+   * The config ConfigMap is mounted as a directory (no subPath: the kubelet updates it in place by
+   * its `..data` symlink swap, and the gateway reloads); the config file is in it.
+   */
+  configDir: '/etc/dpg/config',
+  /** What the config's relative paths resolve against (DPG_CONFIG_BASE): the layout before the config moved. */
+  configBase: '/etc/dpg',
+  config: '/etc/dpg/config/gateway.yaml',
   manifests: '/etc/dpg/manifests',
+  /** The keyring Secret as a directory volume, followed like the config (DPG_KEYRING_FILE). */
+  keyringDir: '/etc/dpg/keys',
+  keyring: '/etc/dpg/keys/keyring.yaml',
   data: '/var/lib/dpg',
   trust: '/var/run/dpg/trust',
   captureTmp: '/tmp',

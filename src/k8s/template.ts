@@ -53,12 +53,21 @@ function lockedDown(user: number, capabilities: string[]): ISecurityContext {
   };
 }
 
+// Directories, never subPath: the kubelet updates a ConfigMap or Secret volume by swapping its
+// `..data` symlink, which a subPath mount never sees. The gateway watches the directories and
+// reloads (docs/operations.md, "Reload and key rotation").
 function configMounts(): IVolumeMount[] {
   return [
-    { name: VOLUME.config, mountPath: PATH.config, subPath: 'gateway.yaml', readOnly: true },
+    { name: VOLUME.config, mountPath: PATH.configDir, readOnly: true },
     { name: VOLUME.manifests, mountPath: PATH.manifests, readOnly: true },
   ];
 }
+
+/**
+ * For every dpg container: the config file moved into a directory of its own, and its relative
+ * paths (`manifests: manifests`, files in the manifests volume) keep resolving against /etc/dpg.
+ */
+const configBaseEnv = (): IEnvVar => ({ name: 'DPG_CONFIG_BASE', value: PATH.configBase });
 
 /** The data directory, with a CA from a Secret placed where the gateway looks for its generated one. */
 function dataMounts(s: InjectionSettings): IVolumeMount[] {
@@ -100,9 +109,10 @@ function proxyEnv(s: InjectionSettings, ports: GatewayPorts): IEnvVar[] {
     env.push({ name: 'DPG_TRANSPARENT_ADDR', value: ports.redirect === REDIRECT_PORT ? TRANSPARENT_ADDR : `127.0.0.1:${ports.redirect}` }, { name: 'DPG_PROXY_ADDR', value: 'off' });
     if (s.transparentInspect) env.push({ name: 'DPG_TRANSPARENT_INSPECT', value: s.transparentInspect });
   } else env.push({ name: 'DPG_PROXY_ADDR', value: forwardAddr(ports) });
-  if (s.keyringSecret) {
-    env.push({ name: 'DPG_KEYRING', valueFrom: { secretKeyRef: { name: s.keyringSecret, key: 'keyring.yaml' } } });
-  }
+  // A file volume, not a variable: a running container never sees a variable change, while the
+  // kubelet updates the file and the gateway reloads it (key rotation without a restart).
+  if (s.keyringSecret) env.push({ name: 'DPG_KEYRING_FILE', value: PATH.keyring });
+  env.push(configBaseEnv());
   return env;
 }
 
@@ -129,7 +139,7 @@ export function buildParts(s: InjectionSettings, image: ImageOptions, ports: Gat
       ...pull,
       args: captureArgs(s, ports, mesh),
       // iptables-legacy takes a lock file; the root filesystem stays read-only.
-      env: [{ name: 'XTABLES_LOCKFILE', value: `${PATH.captureTmp}/xtables.lock` }],
+      env: [{ name: 'XTABLES_LOCKFILE', value: `${PATH.captureTmp}/xtables.lock` }, configBaseEnv()],
       volumeMounts: [...configMounts(), { name: VOLUME.captureTmp, mountPath: PATH.captureTmp }],
       resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
       securityContext: lockedDown(0, ['NET_ADMIN', 'NET_RAW']),
@@ -141,7 +151,7 @@ export function buildParts(s: InjectionSettings, image: ImageOptions, ports: Gat
     image: image.image,
     ...pull,
     args: ['ca', 'bundle', '--out', PATH.trust, ...configArgs],
-    env: [{ name: 'DPG_DATA_DIR', value: PATH.data }],
+    env: [{ name: 'DPG_DATA_DIR', value: PATH.data }, configBaseEnv()],
     volumeMounts: [...configMounts(), ...dataMounts(s), { name: VOLUME.trust, mountPath: PATH.trust }],
     resources: { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '128Mi' } },
     securityContext: lockedDown(GATEWAY_UID, []),
@@ -154,7 +164,7 @@ export function buildParts(s: InjectionSettings, image: ImageOptions, ports: Gat
     args: ['serve', ...configArgs],
     env: proxyEnv(s, ports),
     ports: [{ name: ADMIN_PORT_NAME, containerPort: ports.admin, protocol: 'TCP' }],
-    volumeMounts: [...configMounts(), ...dataMounts(s)],
+    volumeMounts: [...configMounts(), ...dataMounts(s), ...(s.keyringSecret ? [{ name: VOLUME.keyring, mountPath: PATH.keyringDir, readOnly: true }] : [])],
     resources: resources(s),
     securityContext: lockedDown(GATEWAY_UID, []),
   };
@@ -189,6 +199,11 @@ export function buildParts(s: InjectionSettings, image: ImageOptions, ports: Gat
   // 0444 on files only the dpg containers mount: Kubernetes makes Secret files root-owned, and the
   // gateway runs as 10001 without touching the pod's fsGroup.
   if (s.caSecret) volumes.push({ name: VOLUME.ca, secret: { secretName: s.caSecret, defaultMode: 0o444 } });
+  // 0444 for the same reason; the keyring check accepts other-read only inside such a volume
+  // (never writable), and only dpg-proxy mounts it.
+  if (s.keyringSecret) {
+    volumes.push({ name: VOLUME.keyring, secret: { secretName: s.keyringSecret, items: [{ key: 'keyring.yaml', path: 'keyring.yaml' }], defaultMode: 0o444 } });
+  }
   return { initContainers, containers, volumes };
 }
 

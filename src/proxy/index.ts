@@ -33,7 +33,9 @@ import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/rout
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
 import { proxyHealthSocket } from '../core/health-socket.ts';
-import type { TransparentDeps } from './transparent/index.ts';
+import type { RunningTransparent, TransparentDeps } from './transparent/index.ts';
+import type { GatewayCa } from '../crypto/gateway-ca.ts';
+import type { Agent } from 'undici';
 import { createUpstreamAgent, upstreamProblem, upstreamRoots } from './forwarding/upstream.ts';
 
 export interface ProxyDeps {
@@ -50,6 +52,18 @@ export interface ProxyDeps {
   readonly isReady?: () => boolean;
   /** Overload shedding per door (docs/operations.md#overload); absent (proxies built in tests): none. */
   readonly overload?: Overload;
+  /**
+   * Enters the configuration generation the engine belongs to for one exchange (src/reload/):
+   * returns the function that leaves it. Absent: nothing is counted.
+   */
+  readonly hold?: () => () => void;
+}
+
+/** A later generation of the proxy's settings (a reload): its config, engine and generation hold. */
+export interface ProxyGeneration {
+  readonly config: ProxyConfig;
+  readonly engine: Engine;
+  readonly hold?: () => () => void;
 }
 
 export interface RunningProxy {
@@ -66,6 +80,13 @@ export interface RunningProxy {
   ready(): boolean;
   /** Why `ready()` is false (undefined when it is true). */
   notReadyReason(): string | undefined;
+  /**
+   * Takes a new generation's routes, CA, upstream settings and reverse listeners (added, removed,
+   * re-pointed). Everything is prepared first — a failure (bad route, unreadable CA, a reverse
+   * address in use) changes nothing — then swapped in one synchronous step with `commit`. Each
+   * exchange keeps the routes it started with. The forward and transparent listeners stay.
+   */
+  reconfigure(next: ProxyGeneration, commit: () => void): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -143,47 +164,38 @@ function openFilesLimit(): number | undefined {
   }
 }
 
+/** Everything the proxy reads from one generation of its settings; swapped whole by reconfigure(). */
+interface Routing {
+  readonly config: ProxyConfig;
+  readonly hostAddresses: RouteHostAddresses;
+  readonly routes: CompiledRouteSet;
+  readonly dial: DialAddresses;
+  readonly ca: GatewayCa;
+  readonly leaves: LeafCertificates;
+  readonly agent: Agent;
+  /** The upstream settings `agent` was made with: an equal key reuses it (its pooled connections). */
+  readonly agentKey: string;
+  readonly exchange: Exchange;
+  readonly hold: () => () => void;
+  readonly pinTarget: (target: Target) => Promise<Target> | undefined;
+  readonly tunnelDeps: Omit<Parameters<typeof handleConnect>[0], 'interceptServer'>;
+  readonly upgradeDeps: Parameters<typeof handleUpgrade>[0];
+}
+
+const NO_HOLD = (): (() => void) => () => undefined;
+
 /** Listens on the forward address and every reverse address; resolves once all are bound. */
 export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
-  const { config, dataDir, engine, logger, metrics } = deps;
+  const { config, dataDir, logger, metrics } = deps;
   // The certificate library is loaded only when a certificate may be built: a leaf for a routed
   // host's intercepted TLS, or the CA on first start. A sidecar with no routes starts without it.
   if ((config.routes ?? []).length > 0 || caToCreate(config.ca, dataDir)) await loadX509();
-  const ca = loadOrCreateCa(config.ca, dataDir);
-  const leaves = new LeafCertificates(ca);
-  const roots = upstreamRoots(config.upstreamCa);
-  const connectTimeoutMs = config.connectTimeoutMs ?? 10_000;
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   /** Set when undici could not be loaded: nothing can reach an upstream until a restart. */
   let upstreamUnloadable = false;
   const onLoadFailed = (err: unknown): void => {
     upstreamUnloadable = true;
     logger.error({ code: (err as { code?: string })?.code }, 'proxy: the upstream client could not be loaded; no upstream can be reached until the gateway is restarted');
-  };
-  const agent = createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs: config.responseTimeoutMs ?? 60_000, onLoadFailed }, roots);
-  const hostAddresses = new RouteHostAddresses({
-    names: (config.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
-    resolve: deps.resolveHost ?? systemResolver,
-    refreshMs: config.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
-    logger,
-  });
-  const routes = compileRouteSet(config.routes ?? [], engine, logger, hostAddresses);
-  // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
-  // address, as the transparent listener matches them (dial-address.ts).
-  const dial = new DialAddresses({
-    routes: config.routes ?? [],
-    routed: (address, port) => routes.table.intercepts(address, port),
-    resolve: deps.resolveHost ?? systemResolver,
-    refreshMs: config.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
-  });
-  const pin = (host: string, port: number): Promise<string> | undefined => dial.pin(host, port);
-  /** The target dialled at its resolved address when one must be fixed first (dial-address.ts). */
-  const pinTarget = (target: Target): Promise<Target> | undefined => {
-    if (target.connectTo !== undefined) return undefined;
-    return pin(target.host, target.port)?.then((address) => ({
-      ...target,
-      connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
-    }));
   };
   const targets = new WeakMap<object, TunnelTarget>();
   const sockets = new Set<Duplex>();
@@ -197,9 +209,67 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const limits = new ConnectionLimits(logger, sweeper);
   // Every dial that fails for want of a descriptor (exchange, blind tunnel, upgrade) makes the proxy not ready for a while.
   const onResourceExhausted = (): void => limits.exhausted();
-  const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted });
-  const tunnelDeps = { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin, onResourceExhausted };
-  const upgradeDeps = { routes: routes.table, connectTimeoutMs, sockets, ca: roots, onResourceExhausted };
+
+  /** Compiles one generation's routes, CA and upstream client; throws (changing nothing) when it cannot. */
+  const buildRouting = (c: ProxyConfig, engine: Engine, hold: () => () => void, previous?: Routing): Routing => {
+    const ca = loadOrCreateCa(c.ca, dataDir);
+    // The same CA keeps its leaf cache (minting a leaf costs a key pair).
+    const leaves = previous && previous.ca.certPem === ca.certPem ? previous.leaves : new LeafCertificates(ca);
+    const connectTimeoutMs = c.connectTimeoutMs ?? 10_000;
+    const responseTimeoutMs = c.responseTimeoutMs ?? 60_000;
+    const roots = upstreamRoots(c.upstreamCa);
+    const agentKey = JSON.stringify([connectTimeoutMs, responseTimeoutMs, roots ?? null]);
+    const agent = previous?.agentKey === agentKey ? previous.agent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed }, roots);
+    const hostAddresses = new RouteHostAddresses({
+      names: (c.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
+      resolve: deps.resolveHost ?? systemResolver,
+      refreshMs: c.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
+      logger,
+    });
+    let routes: CompiledRouteSet;
+    try {
+      routes = compileRouteSet(c.routes ?? [], engine, logger, hostAddresses);
+    } catch (err) {
+      if (agent !== previous?.agent) void agent.close();
+      throw err;
+    }
+    // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
+    // address, as the transparent listener matches them (dial-address.ts).
+    const dial = new DialAddresses({
+      routes: c.routes ?? [],
+      routed: (address, port) => routes.table.intercepts(address, port),
+      resolve: deps.resolveHost ?? systemResolver,
+      refreshMs: c.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
+    });
+    const pin = (host: string, port: number): Promise<string> | undefined => dial.pin(host, port);
+    /** The target dialled at its resolved address when one must be fixed first (dial-address.ts). */
+    const pinTarget = (target: Target): Promise<Target> | undefined => {
+      if (target.connectTo !== undefined) return undefined;
+      return pin(target.host, target.port)?.then((address) => ({
+        ...target,
+        connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
+      }));
+    };
+    const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted });
+    return {
+      config: c,
+      hostAddresses,
+      routes,
+      dial,
+      ca,
+      leaves,
+      agent,
+      agentKey,
+      exchange,
+      hold,
+      pinTarget,
+      tunnelDeps: { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin, onResourceExhausted },
+      upgradeDeps: { routes: routes.table, connectTimeoutMs, sockets, ca: roots, onResourceExhausted },
+    };
+  };
+  /** The generation new exchanges, tunnels and upgrades start under. */
+  let routing = buildRouting(config, deps.engine, deps.hold ?? NO_HOLD);
+  const connectTimeoutMs = routing.tunnelDeps.connectTimeoutMs;
 
   /** A request target that cannot be read one way: 400, the connection closed, nothing sent upstream. */
   const refuseTarget = (res: ServerResponse, reason: string): void =>
@@ -217,8 +287,9 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       sendProblemOnSocket(socket, problemOf(new DpgError('INVALID_REQUEST', reading.reason)));
       return;
     }
-    const upgrade = (target: Target): void => handleUpgrade(upgradeDeps, server, req, socket, head, target, requestFacts(req, target));
-    const pinning = pinTarget(reading.target);
+    const r = routing;
+    const upgrade = (target: Target): void => handleUpgrade(r.upgradeDeps, server, req, socket, head, target, requestFacts(req, target));
+    const pinning = r.pinTarget(reading.target);
     if (pinning === undefined) upgrade(reading.target);
     else {
       socket.on('error', () => socket.destroy());
@@ -233,11 +304,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       refuseTarget(res, reading.reason);
       return;
     }
-    const pinning = pinTarget(reading.target);
-    if (pinning === undefined) serveTarget(req, res, reading.target, expectsContinue);
+    // The exchange runs whole under the generation in force now, whatever a reload does meanwhile.
+    const r = routing;
+    const pinning = r.pinTarget(reading.target);
+    if (pinning === undefined) serveTarget(r, req, res, reading.target, expectsContinue);
     else {
       pinning.then(
-        (target) => serveTarget(req, res, target, expectsContinue),
+        (target) => serveTarget(r, req, res, target, expectsContinue),
         (err: unknown) => {
           if (!res.destroyed) sendProblem(res, upstreamProblem(err), undefined, true);
         },
@@ -245,25 +318,27 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     }
   };
 
-  const serveTarget = (req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
+  const serveTarget = (r: Routing, req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
     // While shutting down, finish this exchange but end its keep-alive connection.
     if (shuttingDown) res.shouldKeepAlive = false;
     const socket = req.socket;
     const raw = rawOf(socket);
     inFlight.set(raw, (inFlight.get(raw) ?? 0) + 1);
+    const leave = r.hold();
     res.once('close', () => {
+      leave();
       inFlight.set(raw, (inFlight.get(raw) ?? 1) - 1);
       if (shuttingDown && intercepted.has(socket) && inFlight.get(raw) === 0) socket.destroy();
     });
     if (expectsContinue) {
-      const refusal = exchange.refuseBeforeBody(req, target);
+      const refusal = r.exchange.refuseBeforeBody(req, target);
       if (refusal) {
         sendProblem(res, refusal, undefined, true);
         return;
       }
       res.writeContinue();
     }
-    exchange.handle(req, res, target);
+    r.exchange.handle(req, res, target);
   };
 
   const retryAfter = { 'retry-after': String(deps.overload?.config.retryAfterSeconds ?? 1) };
@@ -293,8 +368,9 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const onForward = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '';
     if (req.method === 'GET' && url === '/proxy/ca.pem') {
-      res.writeHead(200, { 'content-type': 'application/x-pem-file', 'content-length': Buffer.byteLength(ca.certPem) });
-      res.end(ca.certPem);
+      const pem = routing.ca.certPem;
+      res.writeHead(200, { 'content-type': 'application/x-pem-file', 'content-length': Buffer.byteLength(pem) });
+      res.end(pem);
       return;
     }
     // Health for probes when the HTTP API is off (sidecar profile): dpg probe asks here.
@@ -321,7 +397,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       sendProblemOnSocket(socket, problemOf(overloadedError('proxy', shed)), retryAfter);
       return;
     }
-    handleConnect({ ...tunnelDeps, interceptServer }, req, socket, head);
+    handleConnect({ ...routing.tunnelDeps, interceptServer }, req, socket, head);
   });
   forward.on('upgrade', onUpgrade(forward, (req) => forwardTarget(req.url ?? '')));
 
@@ -330,7 +406,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   interceptServer.on('clientError', onClientError);
   const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
     const tunnel = targets.get(req.socket);
-    return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, hostAddresses);
+    return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, routing.hostAddresses);
   };
   const onIntercepted = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const reading = interceptTarget(req);
@@ -348,16 +424,24 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   // forward: off (DPG_PROXY_ADDR=off): no TCP forward listener, a way around capture; health on a Unix socket.
   const address = config.forward === 'off' ? await listenHealthSocket(forward, proxyHealthSocket(deps.dataDir)) : await listenOn(forward, config.listen.host, config.listen.port);
   if (config.forward === 'off') logger.info({ listener: 'proxy', forward: 'off', health: address.host }, 'egress proxy listener off; health on a Unix socket');
-  else logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: ca.source, maxConnections }, 'egress proxy listening');
+  else logger.info({ listener: 'proxy', host: address.host, port: address.port, ca: routing.ca.source, maxConnections }, 'egress proxy listening');
 
+  /** Reverse listeners by listen address: a reload re-points, adds or closes them. */
+  const reverseListeners = new Map<string, ReverseEntry>();
+  /** The running reverse listeners, in config order (kept in place: RunningProxy.reverse). */
   const reverse: RunningProxy['reverse'] = [];
+  let reverseCount = 0;
   try {
-    for (const [i, r] of (config.reverse ?? []).entries()) reverse.push(await startReverse(r, i));
+    for (const r of config.reverse ?? []) {
+      const entry = await startReverse(r);
+      reverseListeners.set(reverseKey(r), entry);
+      reverse.push(entry.address);
+    }
   } catch (err) {
     forward.close();
     for (const s of servers) s.closeAllConnections();
     sweeper.close();
-    await agent.close();
+    await routing.agent.close();
     throw err;
   }
   const fdLimit = openFilesLimit();
@@ -366,20 +450,20 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     logger.warn({ maxConnections, listeners: servers.length, openFilesLimit: fdLimit }, 'proxy: maxConnections × listeners × 2 is above the open-files limit (ulimit -n); raise the limit or lower maxConnections');
   }
   // Route host names: looked up now and on the refresh interval; readiness waits for the first round.
-  void hostAddresses.start();
+  void routing.hostAddresses.start();
 
   // The transparent listener (proxy.transparent), imported only when on: it loads the FFI (koffi)
   // that reads SO_ORIGINAL_DST. It shares this proxy's CA, routes, route host addresses, exchange,
   // connection caps, idle sweeping and shutdown.
-  let transparent: { addresses: readonly { host: string; port: number }[]; close(): Promise<void> } | undefined;
+  let transparent: RunningTransparent | undefined;
   if (config.transparent) {
     try {
       const { startTransparent } = await import('./transparent/index.ts');
       transparent = await startTransparent({
         config: config.transparent,
         routes: config.routes ?? [],
-        table: routes.table,
-        leaves,
+        table: routing.routes.table,
+        leaves: routing.leaves,
         connectTimeoutMs,
         logger,
         serve: serveAt(deps.overload?.gate('transparent')),
@@ -398,33 +482,102 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         s.close();
         s.closeAllConnections();
       }
-      hostAddresses.close();
+      routing.hostAddresses.close();
       sweeper.close();
-      await agent.close();
+      await routing.agent.close();
       throw err;
     }
   }
 
-  async function startReverse(r: ReverseListener, index: number): Promise<{ host: string; port: number; upstream: string }> {
-    const base = reverseBase(r.upstream);
+  async function startReverse(r: ReverseListener): Promise<ReverseEntry> {
     const server = createServer({ keepAliveTimeout: 30_000 });
-    limits.guard(server, `reverse${index}`, maxConnections);
+    const entry: ReverseEntry = { server, base: reverseBase(r.upstream), address: { host: r.listen.host, port: r.listen.port, upstream: r.upstream } };
+    limits.guard(server, `reverse${reverseCount++}`, maxConnections);
     server.on('clientError', onClientError);
+    // entry.base is read per request: a reload may point the listener at another upstream.
     const onReverse = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) =>
-      serveReverse(req, res, reverseTarget(base, req.url ?? ''), expectsContinue);
+      serveReverse(req, res, reverseTarget(entry.base, req.url ?? ''), expectsContinue);
     server.on('request', onReverse(false));
     server.on('checkContinue', onReverse(true));
-    server.on('upgrade', onUpgrade(server, (req) => reverseTarget(base, req.url ?? '')));
+    server.on('upgrade', onUpgrade(server, (req) => reverseTarget(entry.base, req.url ?? '')));
     server.on('connect', (_req: IncomingMessage, socket: Duplex) => socket.end('HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n'));
     servers.push(server);
-    const a = await listenOn(server, r.listen.host, r.listen.port);
-    logger.info({ listener: 'proxy-reverse', host: a.host, port: a.port, upstream: new URL(r.upstream).origin }, 'reverse proxy listening');
-    return { ...a, upstream: r.upstream };
+    try {
+      const a = await listenOn(server, r.listen.host, r.listen.port);
+      entry.address = { ...a, upstream: r.upstream };
+    } catch (err) {
+      servers.splice(servers.indexOf(server), 1);
+      throw err;
+    }
+    logger.info({ listener: 'proxy-reverse', host: entry.address.host, port: entry.address.port, upstream: new URL(r.upstream).origin }, 'reverse proxy listening');
+    return entry;
+  }
+
+  /** Stops a reverse listener a reload removed: new connections are refused, open ones finish their exchange. */
+  function stopReverse(entry: ReverseEntry, graceMs: number): void {
+    servers.splice(servers.indexOf(entry.server), 1);
+    entry.server.close();
+    entry.server.closeIdleConnections();
+    setTimeout(() => entry.server.closeAllConnections(), graceMs).unref();
+    logger.info({ listener: 'proxy-reverse', host: entry.address.host, port: entry.address.port }, 'reverse proxy listener removed by reload');
+  }
+
+  async function reconfigure(next: ProxyGeneration, commit: () => void): Promise<void> {
+    if (shuttingDown) throw new Error('proxy.reload: the proxy is shutting down');
+    const previous = routing;
+    // Routes a reload adds intercept TLS at once: their leaves need the certificate library now.
+    if ((next.config.routes ?? []).length > 0 || caToCreate(next.config.ca, dataDir)) await loadX509();
+    const built = buildRouting(next.config, next.engine, next.hold ?? NO_HOLD, previous);
+    const dropBuilt = (): void => {
+      built.hostAddresses.close();
+      if (built.agent !== previous.agent) void built.agent.close();
+    };
+    // Route host names are looked up before the swap, so the new routes match their addresses at once.
+    try {
+      await built.hostAddresses.start();
+    } catch {
+      // A lookup failure leaves names unresolved, as at start; readiness does not wait for them here.
+    }
+    const wanted = new Map((next.config.reverse ?? []).map((r) => [reverseKey(r), r]));
+    const added: [string, ReverseEntry][] = [];
+    try {
+      for (const [key, r] of wanted) if (!reverseListeners.has(key)) added.push([key, await startReverse(r)]);
+    } catch (err) {
+      for (const [, entry] of added) stopReverse(entry, 0);
+      dropBuilt();
+      throw err;
+    }
+    if (shuttingDown) {
+      for (const [, entry] of added) stopReverse(entry, 0);
+      dropBuilt();
+      throw new Error('proxy.reload: the proxy is shutting down');
+    }
+    // The swap: routes, exchange, CA and listeners change in this one synchronous step.
+    routing = built;
+    transparent?.reroute(next.config.routes ?? [], built.routes.table, built.leaves);
+    for (const [key, entry] of reverseListeners) {
+      if (!wanted.has(key)) {
+        reverseListeners.delete(key);
+        stopReverse(entry, next.config.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+      }
+    }
+    for (const [key, entry] of added) reverseListeners.set(key, entry);
+    reverse.length = 0;
+    for (const [key, r] of wanted) {
+      const entry = reverseListeners.get(key)!;
+      entry.base = reverseBase(r.upstream);
+      entry.address = { ...entry.address, upstream: r.upstream };
+      reverse.push(entry.address);
+    }
+    commit();
+    previous.hostAddresses.close();
+    // undici's close lets requests under way finish.
+    if (previous.agent !== built.agent) void previous.agent.close();
   }
 
   const notReadyReason = (): string | undefined => {
     if (shuttingDown) return 'shutting down';
-    if (!hostAddresses.ready) return 'route host names are being resolved';
+    if (!routing.hostAddresses.ready) return 'route host names are being resolved';
     if (upstreamUnloadable) return 'the upstream client could not be loaded (restart the gateway)';
     return limits.notReadyReason();
   };
@@ -434,13 +587,16 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     address,
     reverse,
     transparent: transparent?.addresses ?? [],
-    caPem: ca.certPem,
+    get caPem() {
+      return routing.ca.certPem;
+    },
     ready: () => notReadyReason() === undefined,
     notReadyReason,
+    reconfigure,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         shuttingDown = true;
-        hostAddresses.close();
+        routing.hostAddresses.close();
         const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
         if (transparent) closed.push(transparent.close());
         for (const s of servers) s.closeIdleConnections();
@@ -457,9 +613,21 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         while (intercepted.size > 0) await new Promise((r) => setTimeout(r, 25));
         clearTimeout(timer);
         sweeper.close();
-        await agent.close();
+        await routing.agent.close();
       })();
       return closing;
     },
   };
+}
+
+/** A reverse listener: its server, and the upstream it forwards to (a reload may change it). */
+interface ReverseEntry {
+  readonly server: Server;
+  base: ReturnType<typeof reverseBase>;
+  address: { host: string; port: number; upstream: string };
+}
+
+/** A reverse listener is the same across reloads when its listen address is (its upstream may change). */
+function reverseKey(r: { listen: { host: string; port: number } }): string {
+  return `${r.listen.host}:${r.listen.port}`;
 }

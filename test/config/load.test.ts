@@ -42,6 +42,18 @@ describe('config loader', () => {
     }
   });
 
+  it('DPG_KEYRING_FILE replaces the keyring source; DPG_CONFIG_BASE is what relative paths resolve against (an injected pod)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dpg-envpaths-'));
+    writeFileSync(join(dir, 'keyring.yaml'), 'x', { mode: 0o600 });
+    mkdirSync(join(dir, 'manifests'));
+    const { config, problems } = loadConfig({ file: 'config/sidecar.yaml', env: { DPG_KEYRING_FILE: join(dir, 'keyring.yaml'), DPG_CONFIG_BASE: dir } });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(config!.keys, { source: 'file', file: join(dir, 'keyring.yaml') });
+    assert.equal(config!.manifests, join(dir, 'manifests'));
+    const missing = loadConfig({ file: 'config/sidecar.yaml', env: { DPG_KEYRING_FILE: join(dir, 'none.yaml') } });
+    assert.deepEqual(missing.problems.map((p) => p.file), ['environment DPG_KEYRING_FILE']);
+  });
+
   it('limits.workers: defaults from the core count; each key validated with its line', () => {
     const shipped = loadConfig({ file: 'config/gateway.yaml', env: {} }).config!.limits.workers!;
     assert.deepEqual(shipped, defaultWorkers());

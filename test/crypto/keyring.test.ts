@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { ConfigError, DpgError } from '../../src/core/errors.ts';
+import { kubeletWrite } from '../helpers/kubelet-atomic-writer.ts';
 import {
   Keyring,
   deriveKey,
@@ -180,6 +181,22 @@ describe('Keyring sources', () => {
     const jsonPath = join(dir, 'keys.json');
     writeFileSync(jsonPath, JSON.stringify(rotated), { mode: 0o600 });
     assert.deepEqual(loadKeyringFile(jsonPath).kids(), ['other', 'customer']);
+  });
+
+  it('accepts other-read (never write) only inside a volume the kubelet writes (a Secret mounted 0444)', () => {
+    const dir = tempDir();
+    for (const mode of [0o444, 0o644]) {
+      kubeletWrite(join(dir, 'secret'), { 'keys.yaml': yamlText }, mode);
+      assert.equal(loadKeyringFile(join(dir, 'secret', 'keys.yaml')).defaultKid, 'customer');
+    }
+    for (const mode of [0o666, 0o646, 0o664]) {
+      kubeletWrite(join(dir, 'secret'), { 'keys.yaml': yamlText }, mode);
+      assert.match(configProblems(() => loadKeyringFile(join(dir, 'secret', 'keys.yaml'))).problems[0]!.message, /permissions/);
+    }
+    // The same mode outside such a volume (a plain file, or a symlink to one) is refused.
+    writeFileSync(join(dir, 'plain.yaml'), yamlText, { mode: 0o444 });
+    chmodSync(join(dir, 'plain.yaml'), 0o444);
+    assert.match(configProblems(() => loadKeyringFile(join(dir, 'plain.yaml'))).problems[0]!.message, /permissions \(0444\)/);
   });
 
   it('refuses a key file other users may read or change, or its group may change', () => {

@@ -60,7 +60,7 @@ export async function startServe(prefix: string, proxy?: { routes: string; rever
   };
 }
 
-function waitForReady(child: ChildProcess, ports: Record<string, number>, logs: string[]): Promise<void> {
+export function waitForReady(child: ChildProcess, ports: Record<string, number>, logs: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     let buffer = '';
     const timer = setTimeout(() => reject(new Error('dpg serve did not become ready')), 30_000);

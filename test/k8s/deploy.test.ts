@@ -173,7 +173,7 @@ describe('deploy/kubernetes', () => {
         const r = check(pod);
         if (file === 'opted-out.yaml') assert.equal(r.applies, false, file);
         // An older layout is not the injection this policy knows; the webhook injects such a pod afresh.
-        else if (file === 'reinject-upgrade.yaml') assert.match(r.failures.join(), /not the injection its dpg.io\/status annotation records/, file);
+        else if (file === 'reinject-upgrade.yaml' || file === 'upgrade-kubelet-volumes.yaml') assert.match(r.failures.join(), /not the injection its dpg.io\/status annotation records/, file);
         else assert.match(r.failures.join(), /requires the data protection sidecar/, file);
       }
     });

@@ -1,4 +1,5 @@
-// `dpg serve`: every listener of the config in one process, until SIGTERM/SIGINT; SIGHUP reloads manifests.
+// `dpg serve`: every listener of the config in one process, until SIGTERM/SIGINT; SIGHUP (and a change
+// of the config's files) reloads the configuration (src/reload/reloader.ts).
 
 import { ConfigError, toDpgError } from '../../core/errors.ts';
 import { parseFlags, type Command, type FlagSpec } from '../command.ts';
@@ -13,7 +14,8 @@ export const serveCommand: Command = {
   usage: `dpg serve [--config FILE]
     Runs every listener the config turns on: HTTP API and identity endpoint, gRPC API, egress
     proxy (config/gateway.yaml by default). Stops on SIGTERM or SIGINT after in-flight requests;
-    SIGHUP reloads the manifests.`,
+    SIGHUP, or a change of the config file, manifests, keyring file or CA files, reloads the
+    configuration (a bad one is refused and logged; docs/operations.md, Reload and key rotation).`,
   options,
   details: `The sidecar profile (config/sidecar.yaml) turns the HTTP and gRPC APIs off
 (http.enabled: false, grpc.enabled: false) and serves GET /metrics, /healthz and /readyz on its
@@ -45,7 +47,7 @@ keyring under NODE_ENV=production) is printed with its cause and exits 1.`,
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
-    process.on('SIGHUP', () => gateway.reload());
+    process.on('SIGHUP', () => void gateway.reload());
     return new Promise<number>(() => undefined); // runs until a signal ends the process
   },
 };

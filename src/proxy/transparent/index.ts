@@ -64,6 +64,8 @@ export interface TransparentDeps {
 
 export interface RunningTransparent {
   readonly addresses: readonly { host: string; port: number }[];
+  /** A reload's routes and CA: connections accepted from now on are decided and intercepted with them. */
+  reroute(routes: readonly ProxyRoute[], table: RouteTable, leaves: LeafCertificates): void;
   close(): Promise<void>;
 }
 
@@ -81,10 +83,16 @@ const MAX_PEEK_BYTES = 80 * 1024;
 const MAX_HEAD_BYTES = 16 * 1024;
 
 export async function startTransparent(deps: TransparentDeps): Promise<RunningTransparent> {
-  const { config, table, leaves, logger } = deps;
+  const { config, logger } = deps;
+  // Replaced by reroute() on a reload; each connection reads them when it is decided.
+  let { table, leaves } = deps;
+  let coverage = new RouteCoverage(deps.routes);
   const readOriginal = deps.originalDestination ?? (await loadOriginalDestinationReader());
-  const coverage = new RouteCoverage(deps.routes);
-  const ctx: DecisionContext = { coverage, intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello, inspect: config.inspect };
+  const ctx: DecisionContext = {
+    get coverage() {
+      return coverage;
+    },
+    intercepts: (h, p) => table.intercepts(h, p), encryptedClientHello: config.encryptedClientHello, inspect: config.inspect };
   const spliceOptions: SpliceOptions = { connectTimeoutMs: deps.connectTimeoutMs, onResourceExhausted: deps.onResourceExhausted };
   const connections = new WeakMap<object, ConnectionInfo>();
   /** Our own probe connections while the start-up loop check runs. */
@@ -321,7 +329,15 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     throw err;
   }
   for (const a of addresses) logger.info({ listener: 'transparent', host: a.host, port: a.port }, 'transparent proxy listening');
-  return { addresses, close: closeAll };
+  return {
+    addresses,
+    close: closeAll,
+    reroute(routes, nextTable, nextLeaves) {
+      table = nextTable;
+      leaves = nextLeaves;
+      coverage = new RouteCoverage(routes);
+    },
+  };
 }
 
 /** Whether [::1] can be bound here (IPv6 off in the kernel or the namespace: no). */

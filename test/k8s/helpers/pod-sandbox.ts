@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createNamespace, link, setprivArgs, type Namespace, type RunResult } from '../../helpers/netns.ts';
+import { kubeletWrite } from '../../helpers/kubelet-atomic-writer.ts';
 
 type Json = Record<string, any>;
 
@@ -71,12 +72,13 @@ export class PodSandbox {
       if (v.configMap) {
         const data = configMaps[v.configMap.name];
         if (!data) throw new Error(`no ConfigMap ${v.configMap.name}`);
-        const items: { key: string; path: string }[] = v.configMap.items ?? Object.keys(data).map((key) => ({ key, path: key }));
-        for (const item of items) writeFileSync(join(path, item.path), data[item.key], { mode: 0o644 });
+        // Written as the kubelet writes it (timestamped directory, `..data` symlink), so the gateway
+        // meets the layout it follows in a real pod.
+        kubeletWrite(path, itemsOf(v.configMap.items, data), v.configMap.defaultMode ?? 0o644);
         chmodSync(path, 0o755);
       } else if (v.secret) {
-        const data = this.secrets[v.secret.secretName];
-        for (const [key, text] of Object.entries(data ?? {})) writeFileSync(join(path, key), text, { mode: v.secret.defaultMode ?? 0o644 });
+        const data = this.secrets[v.secret.secretName] ?? {};
+        kubeletWrite(path, itemsOf(v.secret.items, data), v.secret.defaultMode ?? 0o644);
         chmodSync(path, 0o755);
       }
       this.volumes.set(v.name, path);
@@ -202,4 +204,10 @@ function privateRootsOf(mountPaths: string[]): string[] {
     if (at > 1 && at < parts.length - 1) roots.add(parts.slice(0, at + 1).join('/'));
   }
   return [...roots].sort((a, b) => a.length - b.length);
+}
+
+/** A ConfigMap's or Secret's files as a volume shows them: its `items` (key → path), else every key. */
+function itemsOf(items: { key: string; path: string }[] | undefined, data: Record<string, string>): Record<string, string> {
+  const chosen = items ?? Object.keys(data).map((key) => ({ key, path: key }));
+  return Object.fromEntries(chosen.map((item) => [item.path, data[item.key] ?? '']));
 }
