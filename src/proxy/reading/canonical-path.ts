@@ -53,7 +53,8 @@ function isUnreserved(code: number): boolean {
  * - bytes outside visible ASCII (NUL, controls, space, DEL, raw non-ASCII);
  * - a fragment (`#`): a request target has none, yet parsers differ on stripping it;
  * - `\` raw or encoded (`%5C`), and an encoded `/` (`%2F`): some servers read them as `/`, some not;
- * - a leading `//`: URL parsers (Node's `URL`, Python's `urlsplit`) read the first segment as a host;
+ * - a leading `//`, also once dot segments are resolved (`/a/..//x`): URL parsers (Node's `URL`,
+ *   Python's `urlsplit`) read the first segment as a host;
  * - encoded control bytes in the path (`%00`–`%1F`, `%7F`) and `%00` anywhere;
  * - a double-encoded escape (`%25` followed by two hex digits): servers that decode twice differ;
  * - a malformed escape (`%` not followed by two hex digits);
@@ -108,6 +109,8 @@ export function readPath(target: string): PathReading | PathRefusal {
     }
   }
   const path = removeDotSegments(segments);
+  // `/a/..//x` resolves to `//x`, which a URL parser upstream reads as a host: refused like `//x`.
+  if (path.startsWith('//')) return refuse('The request path starts with // once its dot segments are resolved');
   return { ok: true, path, query, routePath: routeView(path) };
 }
 
