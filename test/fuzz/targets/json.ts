@@ -15,7 +15,7 @@ export const jsonTarget: FuzzTarget<DocumentInput> = {
   covers: 'JSON codec (src/formats/json) through the engine: Mask, Pseudonymise→Reconstruct, Encrypt→Decrypt',
   arbitrary: documentArb(writeJson),
   check: (input) => checkDocument('JSON', input),
-  cost: 4,
+  cost: 5,
 };
 
 export default jsonTarget;

@@ -25,7 +25,7 @@ export function sqlTarget(dialect: string): FuzzTarget<DocumentInput> {
     covers: `SQL codec (src/formats/sql), dialect ${dialect}, through the engine: Mask, Pseudonymise→Reconstruct, Encrypt→Decrypt`,
     arbitrary: documentArb(writeSql, dialect),
     check: (input) => checkDocument('SQL', input),
-    cost: 4,
+    cost: 12,
   };
 }
 
