@@ -96,6 +96,8 @@ export function readPath(target: string): PathReading | PathRefusal {
       i += 3;
     }
     decoded = out;
+    // `%25%41%41` decodes to `%25AA`: the escape made double by decoding is refused like one sent so.
+    if (/%25[0-9A-Fa-f]{2}/.test(decoded)) return refuse('The request path holds a double-encoded escape');
   }
 
   // Dot segments only exist after a `/.`; most paths have none and are already canonical.
