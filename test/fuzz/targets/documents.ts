@@ -104,10 +104,10 @@ function run(type: DataSetType, jobType: JobType, input: DocumentInput, text: st
 /**
  * The invariants every codec keeps on every input: a refusal comes from the error catalogue; Mask
  * leaves no selected value in clear; what Pseudonymise or Encrypt accept, Reconstruct or Decrypt
- * take back to `canonical(text)` — the exact bytes for every type but LIST, whose rewritten cells
- * lose needless quotes.
+ * take back to `canonical(text)` — the exact bytes for every type but LIST, which writes every
+ * table it rewrites in its own quoting and line ends.
  */
-export function checkDocument(type: DataSetType, input: DocumentInput, canonical: (text: string) => string = (t) => t): void {
+export function checkDocument(type: DataSetType, input: DocumentInput, canonical: (text: string) => string = (t) => t, differs?: (back: string) => string): void {
   const masked = refusedOr(() => run(type, 'Mask', input, input.text));
   if (masked !== undefined) {
     for (const v of input.selected) assert.ok(!masked.includes(v), `Mask left a selected value in clear (${v.length} characters)`);
@@ -122,6 +122,10 @@ export function checkDocument(type: DataSetType, input: DocumentInput, canonical
     if (out === undefined) continue;
     // Once the forward job accepted the document, its reverse must take it back, refusing nothing.
     const back = run(type, reverse, input, out);
-    if (back !== input.text) assert.equal(back, canonical(input.text), `${forward} → ${reverse} did not give back the input`);
+    if (back === input.text) continue;
+    const expected = canonical(input.text);
+    // `differs` may classify a difference as a known issue (it throws KnownIssue) before the assertion.
+    if (back !== expected && differs !== undefined) differs(back);
+    assert.equal(back, expected, `${forward} → ${reverse} did not give back the input`);
   }
 }
