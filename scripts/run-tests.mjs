@@ -19,7 +19,7 @@ function collect(dir) {
 await buildDist({ quiet: true });
 const filter = process.argv.slice(2);
 const files = collect('test').filter((f) => filter.length === 0 || filter.some((p) => f.includes(p)));
-const result = spawnSync(process.execPath, ['--import', './scripts/ts-loader.mjs', '--test', '--test-reporter=spec', ...files], {
+const result = spawnSync(process.execPath, ['--import', './scripts/ts-loader.mjs', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
   env: { ...process.env, DPG_LOG_LEVEL: process.env.DPG_LOG_LEVEL ?? 'silent' },
 });

@@ -4,7 +4,7 @@
 // find the same one given the same config and DPG_DATA_DIR.
 
 import { generateKeyPairSync, type X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StartupError } from '../core/errors.ts';
 import { createCertificate, encodeName, issuerIdentity, PemPairError, randomSerial, readPemPair, type Issuer, type PemPair } from './x509.ts';
@@ -51,9 +51,23 @@ export function loadOrCreateCa(files: { readonly cert: string; readonly key: str
     serial: randomSerial(),
   });
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
-  writeFileSync(certFile, cert.pem, { mode: 0o644 });
+  // Each file whole or not at all, the certificate last: a start that fails half-way (a full disk)
+  // leaves no torn pair, and the next start generates the CA again.
+  writeWhole(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, 0o600);
+  writeWhole(certFile, cert.pem, 0o644);
   return { certPem: cert.pem, issuer: { name: subject, privateKey, keyIdentifier: issuerIdentity(cert.der).keyIdentifier }, source: 'generated' };
+}
+
+/** Writes `file` through a temporary beside it and a rename; on failure the temporary is removed. */
+function writeWhole(file: string, data: string, mode: number): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, data, { mode });
+    renameSync(temporary, file);
+  } catch (err) {
+    rmSync(temporary, { force: true });
+    throw err;
+  }
 }
 
 function loadCa(certFile: string, keyFile: string, source: GatewayCa['source']): GatewayCa {

@@ -424,9 +424,13 @@ export function ensureDevKeyring(dataDir: string): string {
   try {
     writeSync(fd, text);
     fsyncSync(fd);
-  } finally {
+  } catch (err) {
+    // A full disk: no empty temporary left behind for each failed start.
     closeSync(fd);
+    unlinkSync(temporary);
+    throw err;
   }
+  closeSync(fd);
   try {
     chmodSync(temporary, 0o600);
     linkSync(temporary, path);

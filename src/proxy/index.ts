@@ -240,6 +240,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       routed: (address, port) => routes.table.intercepts(address, port),
       resolve: deps.resolveHost ?? systemResolver,
       refreshMs: c.routeHostsRefreshMs ?? DEFAULT_ROUTE_HOSTS_REFRESH_MS,
+      lookupTimeoutMs: connectTimeoutMs,
     });
     const pin = (host: string, port: number): Promise<string> | undefined => dial.pin(host, port);
     /** The target dialled at its resolved address when one must be fixed first (dial-address.ts). */
@@ -312,7 +313,9 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       pinning.then(
         (target) => serveTarget(r, req, res, target, expectsContinue),
         (err: unknown) => {
-          if (!res.destroyed) sendProblem(res, upstreamProblem(err), undefined, true);
+          const problem = upstreamProblem(err);
+          logger.warn({ code: (err as { code?: string })?.code, port: reading.target.port }, `proxy: ${problem.detail}`);
+          if (!res.destroyed) sendProblem(res, problem, undefined, true);
         },
       );
     }

@@ -77,6 +77,11 @@ export class ListProtector implements CsvRecordSink {
 
   end(): string {
     this.tokenizer.end();
+    // A table of no records keeps its byte order mark too (found by fuzzing: a lone BOM came back empty).
+    if (!this.started && this.tokenizer.layout?.bom) {
+      this.started = true;
+      this.out += UTF8_BOM;
+    }
     this.flushBatch();
     return this.takeOutput();
   }

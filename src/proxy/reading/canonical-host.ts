@@ -49,6 +49,9 @@ export function canonicalHostOf(raw: string): string | undefined {
   if (parsed === '') return undefined;
   if (isIP(parsed) === 4) return parsed;
   const name = trimTrailingDots(parsed);
+  // `127..` is no IPv4 to the parser, but `127` — what is left — is (0.0.0.127): read what is left
+  // again, so the canonical form reads as itself and names what it is dialled as.
+  if (name !== parsed && ENDS_IN_NUMBER.test(name)) return canonicalHostOf(name);
   return NAME.test(name) ? name : undefined;
 }
 

@@ -53,7 +53,8 @@ function isUnreserved(code: number): boolean {
  * - bytes outside visible ASCII (NUL, controls, space, DEL, raw non-ASCII);
  * - a fragment (`#`): a request target has none, yet parsers differ on stripping it;
  * - `\` raw or encoded (`%5C`), and an encoded `/` (`%2F`): some servers read them as `/`, some not;
- * - a leading `//`: URL parsers (Node's `URL`, Python's `urlsplit`) read the first segment as a host;
+ * - a leading `//`, also once dot segments are resolved (`/a/..//x`): URL parsers (Node's `URL`,
+ *   Python's `urlsplit`) read the first segment as a host;
  * - encoded control bytes in the path (`%00`–`%1F`, `%7F`) and `%00` anywhere;
  * - a double-encoded escape (`%25` followed by two hex digits): servers that decode twice differ;
  * - a malformed escape (`%` not followed by two hex digits);
@@ -95,6 +96,8 @@ export function readPath(target: string): PathReading | PathRefusal {
       i += 3;
     }
     decoded = out;
+    // `%25%41%41` decodes to `%25AA`: the escape made double by decoding is refused like one sent so.
+    if (/%25[0-9A-Fa-f]{2}/.test(decoded)) return refuse('The request path holds a double-encoded escape');
   }
 
   // Dot segments only exist after a `/.`; most paths have none and are already canonical.
@@ -108,6 +111,8 @@ export function readPath(target: string): PathReading | PathRefusal {
     }
   }
   const path = removeDotSegments(segments);
+  // `/a/..//x` resolves to `//x`, which a URL parser upstream reads as a host: refused like `//x`.
+  if (path.startsWith('//')) return refuse('The request path starts with // once its dot segments are resolved');
   return { ok: true, path, query, routePath: routeView(path) };
 }
 

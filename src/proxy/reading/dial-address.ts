@@ -13,7 +13,8 @@
 //
 // Lookups are cached per name for the refresh interval (proxy.routeHostsRefreshMs), like the route
 // host names of route-host-addresses.ts, with concurrent lookups of one name shared and at most
-// MAX_NAMES names kept (least recently used out). A name that does not resolve is refused (502),
+// MAX_NAMES names kept (least recently used out). A name that does not resolve, or whose lookup is
+// not answered within `lookupTimeoutMs` (the proxy's connectTimeoutMs), is refused (502),
 // never passed on to be resolved by someone else.
 
 import type { ProxyRoute } from '../../config/types.ts';
@@ -32,6 +33,11 @@ export interface DialAddressOptions {
   readonly routed?: (address: string, port: number) => boolean;
   readonly resolve: ResolveHost;
   readonly refreshMs: number;
+  /**
+   * A lookup not answered in this time fails like one that found nothing (code EAI_AGAIN): a
+   * resolver that never answers must not hold the request for ever (default 10 s).
+   */
+  readonly lookupTimeoutMs?: number;
   readonly now?: () => number;
 }
 
@@ -106,7 +112,13 @@ export class DialAddresses {
   }
 
   private async resolveCanonical(name: string): Promise<readonly string[]> {
-    const found = (await this.options.resolve(name)).map((a) => canonicalHostOf(a)).filter((a): a is string => a !== undefined && ipVersion(a) !== 0);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('the lookup timed out'), { code: 'EAI_AGAIN' })), this.options.lookupTimeoutMs ?? 10_000);
+      timer.unref();
+    });
+    const answered = await Promise.race([this.options.resolve(name), timeout]).finally(() => clearTimeout(timer));
+    const found = answered.map((a) => canonicalHostOf(a)).filter((a): a is string => a !== undefined && ipVersion(a) !== 0);
     if (found.length === 0) throw Object.assign(new Error('the name has no address'), { code: 'ENOTFOUND' });
     return found;
   }

@@ -1,0 +1,33 @@
+// SQL codec, one target per dialect: INSERT, UPDATE and SELECT statements over customer records,
+// damaged ones and raw hostile text, through the engine with the dialect in the request context.
+
+import { SQL_DIALECTS } from '../../../src/formats/sql/dialects.ts';
+import type { FuzzTarget } from '../harness.ts';
+import { checkDocument, documentArb, type DocumentInput, type Row } from './documents.ts';
+
+const literal = (v: string): string => `'${v.replace(/'/g, "''")}'`;
+
+function writeSql(rows: readonly Row[]): string {
+  return rows
+    .map((row, r) => {
+      const cols = row.map((f) => f.name);
+      const vals = row.map((f) => (f.name === 'salary' ? f.value : literal(f.value)));
+      if (r % 3 === 1) return `UPDATE customers SET ${cols.map((c, i) => `${c} = ${vals[i]}`).join(', ')} WHERE id = ${r};`;
+      if (r % 3 === 2) return `SELECT id FROM customers WHERE ${cols.map((c, i) => `${c} = ${vals[i]}`).join(' AND ')};`;
+      return `INSERT INTO customers (${cols.join(', ')}) VALUES (${vals.join(', ')});`;
+    })
+    .join('\n');
+}
+
+export function sqlTarget(dialect: string): FuzzTarget<DocumentInput> {
+  return {
+    name: `sql-${dialect}`,
+    covers: `SQL codec (src/formats/sql), dialect ${dialect}, through the engine: Mask, Pseudonymise→Reconstruct, Encrypt→Decrypt`,
+    arbitrary: documentArb(writeSql, dialect),
+    check: (input) => checkDocument('SQL', input),
+    cost: 12,
+  };
+}
+
+export const sqlTargets: FuzzTarget<DocumentInput>[] = SQL_DIALECTS.map(sqlTarget);
+export default sqlTargets;
