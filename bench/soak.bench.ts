@@ -1,0 +1,570 @@
+// The soak: one `dpg serve` process driven through every door at once, at a steady total rate, for
+// minutes to hours, sampled every 10 s. It shows what single-request tests cannot: memory, handles
+// and descriptors that creep, latency that drifts, and rare failures that only volume finds.
+//
+//   SOAK_MINUTES=30 npm run bench -- soak      (root: a network namespace and iptables for the transparent door)
+//
+// Doors, round-robin at SOAK_RATE req/s in total (open loop: sends follow the clock): the forward
+// proxy with routed Mask and routed Pseudonymise (absolute-form HTTP), routed Mask in an intercepted
+// CONNECT (HTTPS), pass-through (absolute-form, unrouted host) and a blind tunnel (CONNECT, unrouted
+// host, TLS to the upstream); the transparent listener, routed Mask on a captured port and spliced on
+// an unrouted captured port (the namespace has `dpg capture`); the reverse listener with Mask;
+// /api/protect; /file/protect (multipart CSV); gRPC ProtectValues. Every 25th request of a door
+// closes its connection (undici `reset`), so connections and tunnels churn as in real traffic.
+// A request fails when its status is not 200, its connection breaks, or its answer is wrong: a
+// protected door that returns the card number in clear, or a pass-through door that altered it.
+//
+// Every 10 s the driver samples the gateway process: RSS and open descriptors from /proc/<pid>,
+// heap used, event-loop delay (p99 over the 10 s) and active handles from its /metrics (admin
+// listener). Output: docs/reliability/soak-<date>.csv and .svg (SOAK_OUT to change the folder),
+// and the goals checked against the first and last SOAK_WINDOW_MINUTES (default 5, at most a third
+// of the run): RSS grows < 10% after the first window, descriptors and handles do not grow,
+// 0 failed requests, last window's p99 ≤ 1.5 × the first's.
+//
+// Knobs (environment): SOAK_MINUTES (default 2), SOAK_RATE (default 500), SOAK_WINDOW_MINUTES,
+// SOAK_OUT (output folder), SOAK_SAMPLE_SECONDS (default 10).
+
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { linePlot } from './svg-plot.ts';
+
+const SELF = fileURLToPath(import.meta.url);
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
+const DPG = join(ROOT, 'bin/dpg.js');
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 2);
+const RATE = Number(process.env.SOAK_RATE ?? 500);
+const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10);
+const WINDOW_MINUTES = Number(Math.min(Number(process.env.SOAK_WINDOW_MINUTES ?? 5), MINUTES / 3).toFixed(2));
+const OUT = process.env.SOAK_OUT ?? join(ROOT, 'docs/reliability');
+const HOSTS = { 'api.soak.test': '198.51.100.10', 'other.soak.test': '198.51.100.11' };
+const GATEWAY_UID = 10001;
+const CARD = '4111 1111 1111 1111';
+/** Every Nth request of a door closes its connection afterwards. */
+const RESET_EVERY = 25;
+
+// ---- upstream (inside the namespace): echoes every body back -----------------------------------
+
+function serveUpstream(tlsDir: string): void {
+  const echo = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream', 'content-length': body.length });
+      res.end(body);
+    });
+  };
+  const servers = [80, 8081, 9080].map((port) => ({ port, server: createHttpServer({ keepAliveTimeout: 60_000 }, echo) }));
+  const tls = { cert: readFileSync(join(tlsDir, 'upstream.pem')), key: readFileSync(join(tlsDir, 'upstream-key.pem')) };
+  servers.push({ port: 8443, server: createHttpsServer({ ...tls, keepAliveTimeout: 60_000 }, echo) as never });
+  let ready = 0;
+  for (const { port, server } of servers) {
+    server.listen(port, '0.0.0.0', () => {
+      if (++ready === servers.length) process.stdout.write('{"ready":true}\n');
+    });
+  }
+}
+
+// ---- the driver (inside the namespace, as root): load, samples, summary -------------------------
+
+interface DriverSpec {
+  readonly pid: number;
+  readonly ports: Record<string, number>;
+  readonly gatewayCaPem: string;
+  readonly upstreamCaPem: string;
+  readonly rate: number;
+  readonly seconds: number;
+  readonly sampleSeconds: number;
+}
+
+export interface Sample {
+  readonly minute: number;
+  readonly rssMb: number;
+  readonly heapUsedMb: number;
+  readonly loopDelayP99Ms: number;
+  readonly handles: number;
+  readonly fds: number;
+  /** CPU time the gateway used in the period, as a share of one core (%). */
+  readonly cpuPercent: number;
+  readonly requests: number;
+  readonly failed: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+type Door = { readonly name: string; send(reset: boolean): Promise<string | undefined> };
+
+async function drive(spec: DriverSpec): Promise<void> {
+  const { Agent, Pool, ProxyAgent, request } = await import('undici');
+  const grpc = await import('@grpc/grpc-js');
+  const loader = await import('@grpc/proto-loader');
+  const { PROTO_DIR } = await import('../src/transport/grpc/proto.ts');
+  const { oneKilobyteJson } = await import('./open-loop.ts');
+  const { multipart } = await import('../test/e2e/http-helpers.ts');
+
+  const body = oneKilobyteJson();
+  const api = `http://127.0.0.1:${spec.ports.http}`;
+  const token = async (): Promise<string> => {
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'demo-client', client_secret: 'demo-secret' });
+    const res = await request(`${api}/gateway/identity/v1/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': 'demo-api-key' },
+      body: form.toString(),
+    });
+    const json = (await res.body.json()) as { access_token?: string };
+    if (res.statusCode !== 200 || !json.access_token) throw new Error(`token request failed: ${res.statusCode}`);
+    return json.access_token;
+  };
+  let bearer = await token();
+  // Tokens live 15 minutes (the default config): a long soak takes a new one every 5.
+  const refresh = setInterval(() => void token().then((t) => (bearer = t), () => undefined), 300_000);
+
+  const absolute = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, proxyTunnel: false, connections: 32 });
+  const intercepted = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, requestTls: { ca: spec.gatewayCaPem }, connections: 32 });
+  const blind = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, requestTls: { ca: spec.upstreamCaPem }, connections: 32 });
+  const direct = new Agent({ connections: 32 });
+  const pools = [absolute, intercepted, blind, direct];
+
+  /** A JSON POST whose echoed answer must (protected) or must not (pass-through) have lost the card number. */
+  const post = (dispatcher: import('undici').Dispatcher, url: string, protectedDoor: boolean) => async (reset: boolean): Promise<string | undefined> => {
+    const res = await request(url, { dispatcher, method: 'POST', headers: { 'content-type': 'application/json' }, body, reset });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) return `status ${res.statusCode}`;
+    if (protectedDoor === text.includes(CARD)) return protectedDoor ? 'card number in clear' : 'pass-through body altered';
+    return undefined;
+  };
+
+  const csv = `name,cardNumber,city\nJane Doe,${CARD},Paris\nJohn Roe,5500 0000 0000 0004,Oslo\n`;
+  const definition = loader.loadSync('gateway.proto', { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+  const Service = (grpc.loadPackageDefinition(definition) as any).com.vendor.gateway.ProtectService;
+  const grpcClient = new Service(`127.0.0.1:${spec.ports.grpc}`, grpc.credentials.createInsecure());
+  const grpcRequest = {
+    request_id: 'soak',
+    job_config: { configuration_name: 'customer', job_type: 'Mask' },
+    labels: ['name', 'cardNumber', 'email'],
+    rows: [{ columns: [{ string_value: 'Jane Doe' }, { string_value: CARD }, { string_value: 'jane.doe@example.com' }] }],
+  };
+
+  const doors: Door[] = [
+    { name: 'proxy http mask', send: post(absolute, 'http://api.soak.test:8081/mask/x', true) },
+    { name: 'proxy http pseudonymise', send: post(absolute, 'http://api.soak.test:8081/pseudo/x', true) },
+    { name: 'proxy https intercepted mask', send: post(intercepted, 'https://api.soak.test:8443/mask/x', true) },
+    { name: 'proxy pass-through', send: post(absolute, 'http://other.soak.test:8081/pass/x', false) },
+    { name: 'proxy blind tunnel', send: post(blind, 'https://other.soak.test:8443/pass/x', false) },
+    { name: 'transparent mask', send: post(direct, 'http://api.soak.test/mask/x', true) },
+    { name: 'transparent spliced', send: post(direct, 'http://api.soak.test:9080/pass/x', false) },
+    { name: 'reverse mask', send: post(direct, `http://127.0.0.1:${spec.ports.reverse}/mask/x`, true) },
+    {
+      name: '/api/protect',
+      async send(reset) {
+        const res = await request(`${api}/api/protect`, {
+          dispatcher: direct,
+          method: 'POST',
+          reset,
+          headers: { 'content-type': 'application/json', 'x-resource-token': bearer },
+          body: `{"manifestName":"customer","jobType":"Mask","dataSet":${body}}`,
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200) return `status ${res.statusCode}`;
+        return text.includes(CARD) ? 'card number in clear' : undefined;
+      },
+    },
+    {
+      name: '/file/protect',
+      async send(reset) {
+        const form = multipart([
+          { name: 'protectFileDataset', filename: 'meta.json', contentType: 'application/json', body: '{"manifestName":"customer","jobType":"Mask"}' },
+          { name: 'file', filename: 'people.csv', contentType: 'text/csv', body: csv },
+        ]);
+        const res = await request(`${api}/file/protect`, {
+          dispatcher: direct,
+          method: 'POST',
+          reset,
+          headers: { 'content-type': form.contentType, authorization: `Bearer ${bearer}` },
+          body: form.body,
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200) return `status ${res.statusCode}`;
+        return text.includes(CARD) || !text.includes('Paris') ? 'wrong CSV answer' : undefined;
+      },
+    },
+    {
+      name: 'grpc ProtectValues',
+      send: () =>
+        new Promise((resolve) => {
+          const md = new grpc.Metadata();
+          md.set('authorization', `Bearer ${bearer}`);
+          grpcClient.ProtectValues(grpcRequest, md, (err: Error | null, reply: { rows: { columns: { string_value: string }[] }[] }) => {
+            if (err) return resolve(`grpc ${err.message.slice(0, 60)}`);
+            resolve(reply.rows[0]?.columns[1]?.string_value === CARD ? 'card number in clear' : undefined);
+          });
+        }),
+    },
+  ];
+
+  // Latencies of the current sample period, and of the whole run by minute (for the windows' p99).
+  let period: number[] = [];
+  let periodFailed = 0;
+  const byDoor = doors.map(() => ({ sent: 0, failed: 0, reasons: new Map<string, number>() }));
+  const all: Float64Array[] = [];
+  const allAt: Float64Array[] = [];
+  let count = 0;
+  const record = (sentAtS: number, ms: number): void => {
+    const chunk = Math.floor(count / 65536);
+    if (all[chunk] === undefined) {
+      all[chunk] = new Float64Array(65536);
+      allAt[chunk] = new Float64Array(65536);
+    }
+    all[chunk][count % 65536] = ms;
+    allAt[chunk][count % 65536] = sentAtS;
+    count++;
+  };
+
+  const start = performance.now();
+  const send = (i: number): Promise<void> => {
+    const doorIndex = i % doors.length;
+    const stats = byDoor[doorIndex];
+    const reset = ++stats.sent % RESET_EVERY === 0;
+    const sentAt = performance.now();
+    return doors[doorIndex].send(reset).then(
+      (failure) => {
+        const ms = performance.now() - sentAt;
+        period.push(ms);
+        record((sentAt - start) / 1000, ms);
+        if (failure !== undefined) fail(stats, failure);
+      },
+      (err: Error) => fail(stats, `${(err as { code?: string }).code ?? err.name}: ${err.message.slice(0, 80)}`),
+    );
+  };
+  const fail = (stats: (typeof byDoor)[number], reason: string): void => {
+    periodFailed++;
+    stats.failed++;
+    stats.reasons.set(reason, (stats.reasons.get(reason) ?? 0) + 1);
+  };
+
+  const scrape = async (): Promise<Record<string, number>> => {
+    const res = await request(`http://127.0.0.1:${spec.ports.admin}/metrics`);
+    const text = await res.body.text();
+    const values: Record<string, number> = {};
+    for (const line of text.split('\n')) {
+      const m = /^(nodejs_heap_size_used_bytes|nodejs_eventloop_lag_p99_seconds|nodejs_active_handles_total|process_open_fds) ([0-9.e+-]+)$/.exec(line);
+      if (m) values[m[1]] = Number(m[2]);
+    }
+    return values;
+  };
+  const percentile = (xs: number[], q: number): number => (xs.length === 0 ? NaN : xs[Math.min(xs.length - 1, Math.floor(q * xs.length))]);
+  const cpuTicks = (): number => {
+    // utime and stime: fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name.
+    const fields = readFileSync(`/proc/${spec.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  let lastTicks = cpuTicks();
+  let lastTickAt = performance.now();
+  const sample = async (): Promise<void> => {
+    const ticks = cpuTicks();
+    const now = performance.now();
+    // USER_HZ is 100 on Linux: a tick is 10 ms.
+    const cpuPercent = ((ticks - lastTicks) * 10 * 100) / (now - lastTickAt);
+    lastTicks = ticks;
+    lastTickAt = now;
+    const status = readFileSync(`/proc/${spec.pid}/status`, 'utf8');
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+    const fds = readdirSync(`/proc/${spec.pid}/fd`).length;
+    const m = await scrape();
+    const latencies = period.sort((a, b) => a - b);
+    const s: Sample = {
+      minute: (performance.now() - start) / 60_000,
+      rssMb: rssKb / 1024,
+      heapUsedMb: (m.nodejs_heap_size_used_bytes ?? NaN) / 2 ** 20,
+      loopDelayP99Ms: (m.nodejs_eventloop_lag_p99_seconds ?? NaN) * 1000,
+      handles: m.nodejs_active_handles_total ?? NaN,
+      fds,
+      cpuPercent,
+      requests: latencies.length + periodFailed,
+      failed: periodFailed,
+      p50Ms: percentile(latencies, 0.5),
+      p99Ms: percentile(latencies, 0.99),
+    };
+    period = [];
+    periodFailed = 0;
+    process.stdout.write(JSON.stringify({ sample: s }) + '\n');
+  };
+
+  const intervalMs = 1000 / spec.rate;
+  const end = start + spec.seconds * 1000;
+  const inflight = new Set<Promise<void>>();
+  let sent = 0;
+  let nextSample = start + spec.sampleSeconds * 1000;
+  const sampling: Promise<void>[] = [];
+  await new Promise<void>((resolve) => {
+    const tick = (): void => {
+      const now = performance.now();
+      // Timer ticks, not a busy loop: a spinning generator would steal the CPU it is measuring.
+      while (start + sent * intervalMs <= now && start + sent * intervalMs < end) {
+        const p = send(sent++);
+        inflight.add(p);
+        void p.finally(() => inflight.delete(p));
+      }
+      if (now >= nextSample) {
+        nextSample += spec.sampleSeconds * 1000;
+        sampling.push(sample().catch((err: Error) => void process.stderr.write(`sample failed: ${err.message}\n`)));
+      }
+      if (start + sent * intervalMs >= end) resolve();
+      else setTimeout(tick, 0);
+    };
+    tick();
+  });
+  await Promise.all([...inflight]);
+  await Promise.all(sampling);
+  clearInterval(refresh);
+
+  // p99 of the first and last window (by send time), for the drift goal.
+  const windowS = (spec.seconds * WINDOW_MINUTES) / MINUTES;
+  const first: number[] = [];
+  const last: number[] = [];
+  for (let k = 0; k < count; k++) {
+    const at = allAt[Math.floor(k / 65536)][k % 65536];
+    const ms = all[Math.floor(k / 65536)][k % 65536];
+    if (at < windowS) first.push(ms);
+    else if (at >= spec.seconds - windowS) last.push(ms);
+  }
+  first.sort((a, b) => a - b);
+  last.sort((a, b) => a - b);
+  const doorsOut = doors.map((d, i) => ({ name: d.name, sent: byDoor[i].sent, failed: byDoor[i].failed, reasons: Object.fromEntries(byDoor[i].reasons) }));
+  process.stdout.write(JSON.stringify({ summary: { sent, firstP99: percentile(first, 0.99), lastP99: percentile(last, 0.99), doors: doorsOut } }) + '\n');
+  grpcClient.close();
+  await Promise.all(pools.map((p) => p.close()));
+}
+
+// ---- the run (host side, root) ------------------------------------------------------------------
+
+interface Summary {
+  readonly sent: number;
+  readonly firstP99: number;
+  readonly lastP99: number;
+  readonly doors: { name: string; sent: number; failed: number; reasons: Record<string, number> }[];
+}
+
+function gatewayConfig(dir: string, upstreamCaFile: string): string {
+  // The demo identity of config/gateway.yaml (tokens for /api/protect, /file/protect and gRPC).
+  const defaults = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8');
+  const identity = defaults.slice(defaults.indexOf('\nidentity:') + 1, defaults.indexOf('\nkeys:') + 1);
+  const route = (name: string, port: number, path: string, jobType: string): string =>
+    `    - name: ${name}\n      match: { host: api.soak.test, port: ${port}, methods: [POST], path: "${path}", contentType: application/json }\n      request: { manifest: customer, jobType: ${jobType} }\n`;
+  return `http:
+  listen: 127.0.0.1:0
+  shutdownGraceMs: 10000
+grpc:
+  listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+${identity}keys:
+  source: generated
+manifests: ${join(ROOT, 'config/manifests')}
+proxy:
+  enabled: true
+  listen: 127.0.0.1:0
+  upstreamCa: ${upstreamCaFile}
+  routes:
+${route('soak-mask', 8081, '/mask/**', 'Mask')}${route('soak-pseudonymise', 8081, '/pseudo/**', 'Pseudonymise')}${route('soak-mask-tls', 8443, '/mask/**', 'Mask')}${route('soak-transparent', 80, '/mask/**', 'Mask')}  reverse:
+    - listen: 127.0.0.1:0
+      upstream: http://api.soak.test:8081
+  transparent:
+    listen: 127.0.0.1:15006
+    ipv6: false
+logging:
+  level: info
+`.replace(/\n\n/g, '\n') + `# written by bench/soak.bench.ts into ${dir}\n`;
+}
+
+async function main(): Promise<void> {
+  const { createNamespace, iptablesSkipReason, lines, netnsSkipReason, sharedTempDir, userTempDir } = await import('../test/helpers/netns.ts');
+  const skip = netnsSkipReason() ?? iptablesSkipReason();
+  if (skip) {
+    console.log(`soak bench skipped: ${skip}`);
+    return;
+  }
+  // The gateway runs the built bin, as in production.
+  const build = spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('build failed');
+  const { upstreamPki } = await import('../test/proxy/helpers.ts');
+  const shared = sharedTempDir('dpg-soak-');
+  const pki = upstreamPki(shared, Object.keys(HOSTS));
+  writeFileSync(join(shared, 'upstream.pem'), pki.certPem);
+  writeFileSync(join(shared, 'upstream-key.pem'), pki.keyPem);
+  const configFile = join(shared, 'gateway.yaml');
+  writeFileSync(configFile, gatewayConfig(shared, pki.caFile), { mode: 0o644 });
+
+  const ns = await createNamespace('soak', { hosts: HOSTS });
+  const children: ChildProcess[] = [];
+  try {
+    for (const address of Object.values(HOSTS)) await ns.must('ip', ['addr', 'add', `${address}/32`, 'dev', 'lo']);
+    const upstream = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'upstream', shared], { cwd: ROOT, env: {} });
+    children.push(upstream);
+    upstream.stderr?.on('data', (d: Buffer) => process.stderr.write(`[upstream] ${d}`));
+    await lines(upstream.stdout).waitFor(/"ready":true/, 60_000);
+    await ns.must(process.execPath, [DPG, 'capture', '--config', configFile, '--include-ports', '80,8081,8443,9080'], { cwd: ROOT });
+
+    const home = userTempDir(GATEWAY_UID);
+    const gateway = ns.spawn(process.execPath, [DPG, 'serve', '-c', configFile], {
+      uid: GATEWAY_UID,
+      cwd: ROOT,
+      env: { HOME: home, TMPDIR: home, DPG_DATA_DIR: join(home, 'data') },
+    });
+    children.push(gateway);
+    let gatewayErr = '';
+    gateway.stderr?.on('data', (d: Buffer) => (gatewayErr += d.toString()));
+    // The gateway's log: ports from the start-up lines, then counted only (audit lines at 500/s).
+    const ports: Record<string, number> = {};
+    let logLines = 0;
+    let errorLines = 0;
+    const errorMessages = new Map<string, number>();
+    const ready = new Promise<void>((resolve, reject) => {
+      let partial = '';
+      gateway.stdout?.on('data', (d: Buffer) => {
+        const parts = (partial + d.toString()).split('\n');
+        partial = parts.pop() ?? '';
+        for (const line of parts) {
+          logLines++;
+          if (!line.includes('"level":30') && line.startsWith('{')) {
+            const entry = JSON.parse(line) as { level: number; msg: string };
+            if (entry.level >= 50) {
+              errorLines++;
+              errorMessages.set(entry.msg, (errorMessages.get(entry.msg) ?? 0) + 1);
+            }
+          }
+          if (line.includes('"listener"') || line.includes('"door"') || line.includes('"msg":"ready"')) {
+            const entry = JSON.parse(line) as { listener?: string; door?: string; port?: number; msg: string };
+            const name = entry.listener ?? entry.door;
+            if (name && entry.port) ports[name] ??= entry.port;
+            if (entry.msg === 'ready') resolve();
+          }
+        }
+      });
+      gateway.once('exit', (code) => reject(new Error(`gateway exited ${code}: ${gatewayErr}`)));
+    });
+    await ready;
+    // nsenter and setpriv exec in turn: the child's PID is the gateway's.
+    const pid = gateway.pid as number;
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dpg.js')) throw new Error(`process ${pid} is not the gateway`);
+    const gatewayCaPem = readFileSync(join(home, 'data', 'proxy-ca.pem'), 'utf8');
+
+    const uptimeBefore = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
+    const startedAt = new Date();
+    console.log(
+      `soak: ${MINUTES} min at ${RATE} req/s over 11 doors, samples every ${SAMPLE_SECONDS} s, windows of ${WINDOW_MINUTES} min; ` +
+        `${cpus().length} cores; load before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${startedAt.toISOString()}`,
+    );
+    const spec: DriverSpec = {
+      pid,
+      ports: { proxy: ports.proxy, http: ports.http, grpc: ports.grpc, admin: ports.admin, reverse: ports['proxy-reverse'] },
+      gatewayCaPem,
+      upstreamCaPem: pki.caPem,
+      rate: RATE,
+      seconds: MINUTES * 60,
+      sampleSeconds: SAMPLE_SECONDS,
+    };
+    const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'drive', JSON.stringify(spec)], { cwd: ROOT, env: {} });
+    children.push(driver);
+    driver.stderr?.on('data', (d: Buffer) => process.stderr.write(`[driver] ${d}`));
+    const samples: Sample[] = [];
+    const loads: number[] = [];
+    let summary: Summary | undefined;
+    await new Promise<void>((resolve, reject) => {
+      let partial = '';
+      driver.stdout?.on('data', (d: Buffer) => {
+        const parts = (partial + d.toString()).split('\n');
+        partial = parts.pop() ?? '';
+        for (const line of parts) {
+          const msg = JSON.parse(line) as { sample?: Sample; summary?: Summary };
+          if (msg.sample) {
+            samples.push(msg.sample);
+            loads.push(loadavg()[0]);
+            const s = msg.sample;
+            console.log(
+              `  ${s.minute.toFixed(1).padStart(5)} min  rss ${s.rssMb.toFixed(1)} MB  heap ${s.heapUsedMb.toFixed(1)} MB  loop p99 ${s.loopDelayP99Ms.toFixed(1)} ms  ` +
+                `handles ${s.handles}  fds ${s.fds}  cpu ${s.cpuPercent.toFixed(0)}%  req ${s.requests} failed ${s.failed}  p50 ${s.p50Ms.toFixed(1)} p99 ${s.p99Ms.toFixed(1)} ms  load ${loadavg()[0].toFixed(2)}`,
+            );
+          }
+          if (msg.summary) summary = msg.summary;
+        }
+      });
+      driver.once('exit', (code) => (code === 0 && summary ? resolve() : reject(new Error(`driver exited ${code}`))));
+    });
+    const result = summary as Summary;
+    const stamp = startedAt.toISOString().slice(0, 10);
+    const verdicts = judge(samples, result);
+    const uptimeAfter = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
+
+    mkdirSync(OUT, { recursive: true });
+    const header = 'minute,rss_mb,heap_used_mb,loop_delay_p99_ms,active_handles,open_fds,cpu_percent,requests,failed,p50_ms,p99_ms,load_1min';
+    const rows = samples.map((s, i) =>
+      [s.minute.toFixed(2), s.rssMb.toFixed(1), s.heapUsedMb.toFixed(1), s.loopDelayP99Ms.toFixed(2), s.handles, s.fds, s.cpuPercent.toFixed(0), s.requests, s.failed, s.p50Ms.toFixed(2), s.p99Ms.toFixed(2), loads[i].toFixed(2)].join(','),
+    );
+    writeFileSync(join(OUT, `soak-${stamp}.csv`), [header, ...rows].join('\n') + '\n');
+    const x = samples.map((s) => s.minute);
+    const svg = linePlot(
+      `dpg soak ${startedAt.toISOString().slice(0, 16)}Z: ${MINUTES} min, ${RATE} req/s over 11 doors, ${result.sent} requests, ${result.doors.reduce((a, d) => a + d.failed, 0)} failed`,
+      x,
+      [
+        { title: 'Memory', unit: 'MB', series: [{ label: 'RSS', values: samples.map((s) => s.rssMb), color: '#1f77b4' }, { label: 'heap used', values: samples.map((s) => s.heapUsedMb), color: '#ff7f0e' }] },
+        { title: 'Descriptors and handles', unit: '', series: [{ label: 'open fds', values: samples.map((s) => s.fds), color: '#2ca02c' }, { label: 'active handles', values: samples.map((s) => s.handles), color: '#9467bd' }] },
+        { title: 'Latency (10 s periods)', unit: 'ms', series: [{ label: 'p50', values: samples.map((s) => s.p50Ms), color: '#17becf' }, { label: 'p99', values: samples.map((s) => s.p99Ms), color: '#d62728' }, { label: 'event-loop delay p99', values: samples.map((s) => s.loopDelayP99Ms), color: '#8c564b' }] },
+        { title: 'Gateway CPU (% of one core) and machine load (1-min average, 2 cores shared)', unit: '', series: [{ label: 'gateway CPU %', values: samples.map((s) => s.cpuPercent), color: '#e377c2' }, { label: 'load average', values: loads, color: '#7f7f7f' }] },
+      ],
+      `nice ${spawnSync('nice', { encoding: 'utf8' }).stdout.trim()}; load before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}; samples every ${SAMPLE_SECONDS} s`,
+    );
+    writeFileSync(join(OUT, `soak-${stamp}.svg`), svg);
+
+    console.log(`\nper door (sent / failed):`);
+    for (const d of result.doors) console.log(`  ${d.name.padEnd(30)} ${String(d.sent).padStart(8)} ${String(d.failed).padStart(6)}${d.failed ? `  ${JSON.stringify(d.reasons)}` : ''}`);
+    console.log(`gateway log: ${logLines} lines, ${errorLines} at error level${errorLines ? ` ${JSON.stringify(Object.fromEntries(errorMessages))}` : ''}`);
+    for (const v of verdicts) console.log(`goal: ${v}`);
+    console.log(`load before: ${uptimeBefore}\nload after:  ${uptimeAfter}`);
+    console.log(`written: ${join(OUT, `soak-${stamp}.csv`)} and .svg`);
+  } finally {
+    const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 12_000))]);
+    await ns.close();
+  }
+}
+
+/** The goals, each as one line ending in MET or NOT MET. */
+function judge(samples: readonly Sample[], summary: Summary): string[] {
+  const w = WINDOW_MINUTES;
+  const after = samples.filter((s) => s.minute >= w);
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const met = (ok: boolean): string => (ok ? 'MET' : 'NOT MET');
+  const rssBase = after[0]?.rssMb ?? NaN;
+  const rssMax = Math.max(...after.map((s) => s.rssMb));
+  const growth = rssMax / rssBase - 1;
+  // Descriptors and handles move with the connections open at the moment of the sample: the
+  // median of the window right after warm-up against the median of the last window.
+  const early = samples.filter((s) => s.minute >= w && s.minute < 2 * w + 1e-9);
+  const late = samples.filter((s) => s.minute >= MINUTES - w);
+  const fdEarly = median(early.map((s) => s.fds));
+  const fdLate = median(late.map((s) => s.fds));
+  const hEarly = median(early.map((s) => s.handles));
+  const hLate = median(late.map((s) => s.handles));
+  const failed = summary.doors.reduce((a, d) => a + d.failed, 0);
+  const ratio = summary.lastP99 / summary.firstP99;
+  return [
+    `RSS after the first ${w} min grows < 10%: ${rssBase.toFixed(1)} → max ${rssMax.toFixed(1)} MB (${(growth * 100).toFixed(1)}%) ${met(growth < 0.1)}`,
+    `descriptors do not grow: median ${fdEarly} (minutes ${w}-${Number((2 * w).toFixed(2))}) → ${fdLate} (last ${w}) ${met(fdLate <= fdEarly * 1.05 + 2)}`,
+    `handles do not grow: median ${hEarly} → ${hLate} ${met(hLate <= hEarly * 1.05 + 2)}`,
+    `0 failed requests: ${failed} of ${summary.sent} ${met(failed === 0)}`,
+    `last ${w} min p99 ≤ 1.5 × first ${w} min p99: ${summary.lastP99.toFixed(1)} vs ${summary.firstP99.toFixed(1)} ms (×${ratio.toFixed(2)}) ${met(ratio <= 1.5)}`,
+  ];
+}
+
+const [mode, arg] = process.argv.slice(2);
+if (mode === 'upstream') serveUpstream(arg);
+else if (mode === 'drive') await drive(JSON.parse(arg) as DriverSpec);
+else await main();
