@@ -24,60 +24,30 @@
 // Knobs (environment): SOAK_MINUTES (default 2), SOAK_RATE (default 500), SOAK_WINDOW_MINUTES,
 // SOAK_OUT (output folder), SOAK_SAMPLE_SECONDS (default 10).
 
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { DoorTargets } from './doors.ts';
+import { labSkipReason, ROOT, startLab } from './gateway-lab.ts';
 import { linePlot } from './svg-plot.ts';
 
 const SELF = fileURLToPath(import.meta.url);
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const TS_LOADER = join(ROOT, 'scripts/ts-loader.mjs');
-const DPG = join(ROOT, 'bin/dpg.js');
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 2);
 const RATE = Number(process.env.SOAK_RATE ?? 500);
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10);
 const WINDOW_MINUTES = Number(Math.min(Number(process.env.SOAK_WINDOW_MINUTES ?? 5), MINUTES / 3).toFixed(2));
 const OUT = process.env.SOAK_OUT ?? join(ROOT, 'docs/reliability');
-const HOSTS = { 'api.soak.test': '198.51.100.10', 'other.soak.test': '198.51.100.11' };
-const GATEWAY_UID = 10001;
-const CARD = '4111 1111 1111 1111';
 /** Every Nth request of a door closes its connection afterwards. */
 const RESET_EVERY = 25;
-
-// ---- upstream (inside the namespace): echoes every body back -----------------------------------
-
-function serveUpstream(tlsDir: string): void {
-  const echo = (req: IncomingMessage, res: ServerResponse): void => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream', 'content-length': body.length });
-      res.end(body);
-    });
-  };
-  const servers = [80, 8081, 9080].map((port) => ({ port, server: createHttpServer({ keepAliveTimeout: 60_000 }, echo) }));
-  const tls = { cert: readFileSync(join(tlsDir, 'upstream.pem')), key: readFileSync(join(tlsDir, 'upstream-key.pem')) };
-  servers.push({ port: 8443, server: createHttpsServer({ ...tls, keepAliveTimeout: 60_000 }, echo) as never });
-  let ready = 0;
-  for (const { port, server } of servers) {
-    server.listen(port, '0.0.0.0', () => {
-      if (++ready === servers.length) process.stdout.write('{"ready":true}\n');
-    });
-  }
-}
 
 // ---- the driver (inside the namespace, as root): load, samples, summary -------------------------
 
 interface DriverSpec {
   readonly pid: number;
-  readonly ports: Record<string, number>;
-  readonly gatewayCaPem: string;
-  readonly upstreamCaPem: string;
+  readonly targets: DoorTargets;
+  readonly adminPort: number;
   readonly rate: number;
   readonly seconds: number;
   readonly sampleSeconds: number;
@@ -98,115 +68,13 @@ export interface Sample {
   readonly p99Ms: number;
 }
 
-type Door = { readonly name: string; send(reset: boolean): Promise<string | undefined> };
-
 async function drive(spec: DriverSpec): Promise<void> {
-  const { Agent, Pool, ProxyAgent, request } = await import('undici');
-  const grpc = await import('@grpc/grpc-js');
-  const loader = await import('@grpc/proto-loader');
-  const { PROTO_DIR } = await import('../src/transport/grpc/proto.ts');
-  const { oneKilobyteJson } = await import('./open-loop.ts');
-  const { multipart } = await import('../test/e2e/http-helpers.ts');
-
-  const body = oneKilobyteJson();
-  const api = `http://127.0.0.1:${spec.ports.http}`;
-  const token = async (): Promise<string> => {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'demo-client', client_secret: 'demo-secret' });
-    const res = await request(`${api}/gateway/identity/v1/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': 'demo-api-key' },
-      body: form.toString(),
-    });
-    const json = (await res.body.json()) as { access_token?: string };
-    if (res.statusCode !== 200 || !json.access_token) throw new Error(`token request failed: ${res.statusCode}`);
-    return json.access_token;
-  };
-  let bearer = await token();
+  const { request } = await import('undici');
+  const { bearerToken, makeDoors } = await import('./doors.ts');
+  let bearer = await bearerToken(spec.targets.ports.http);
   // Tokens live 15 minutes (the default config): a long soak takes a new one every 5.
-  const refresh = setInterval(() => void token().then((t) => (bearer = t), () => undefined), 300_000);
-
-  const absolute = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, proxyTunnel: false, connections: 32 });
-  const intercepted = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, requestTls: { ca: spec.gatewayCaPem }, connections: 32 });
-  const blind = new ProxyAgent({ uri: `http://127.0.0.1:${spec.ports.proxy}`, requestTls: { ca: spec.upstreamCaPem }, connections: 32 });
-  const direct = new Agent({ connections: 32 });
-  const pools = [absolute, intercepted, blind, direct];
-
-  /** A JSON POST whose echoed answer must (protected) or must not (pass-through) have lost the card number. */
-  const post = (dispatcher: import('undici').Dispatcher, url: string, protectedDoor: boolean) => async (reset: boolean): Promise<string | undefined> => {
-    const res = await request(url, { dispatcher, method: 'POST', headers: { 'content-type': 'application/json' }, body, reset });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) return `status ${res.statusCode}`;
-    if (protectedDoor === text.includes(CARD)) return protectedDoor ? 'card number in clear' : 'pass-through body altered';
-    return undefined;
-  };
-
-  const csv = `name,cardNumber,city\nJane Doe,${CARD},Paris\nJohn Roe,5500 0000 0000 0004,Oslo\n`;
-  const definition = loader.loadSync('gateway.proto', { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
-  const Service = (grpc.loadPackageDefinition(definition) as any).com.vendor.gateway.ProtectService;
-  const grpcClient = new Service(`127.0.0.1:${spec.ports.grpc}`, grpc.credentials.createInsecure());
-  const grpcRequest = {
-    request_id: 'soak',
-    job_config: { configuration_name: 'customer', job_type: 'Mask' },
-    labels: ['name', 'cardNumber', 'email'],
-    rows: [{ columns: [{ string_value: 'Jane Doe' }, { string_value: CARD }, { string_value: 'jane.doe@example.com' }] }],
-  };
-
-  const doors: Door[] = [
-    { name: 'proxy http mask', send: post(absolute, 'http://api.soak.test:8081/mask/x', true) },
-    { name: 'proxy http pseudonymise', send: post(absolute, 'http://api.soak.test:8081/pseudo/x', true) },
-    { name: 'proxy https intercepted mask', send: post(intercepted, 'https://api.soak.test:8443/mask/x', true) },
-    { name: 'proxy pass-through', send: post(absolute, 'http://other.soak.test:8081/pass/x', false) },
-    { name: 'proxy blind tunnel', send: post(blind, 'https://other.soak.test:8443/pass/x', false) },
-    { name: 'transparent mask', send: post(direct, 'http://api.soak.test/mask/x', true) },
-    { name: 'transparent spliced', send: post(direct, 'http://api.soak.test:9080/pass/x', false) },
-    { name: 'reverse mask', send: post(direct, `http://127.0.0.1:${spec.ports.reverse}/mask/x`, true) },
-    {
-      name: '/api/protect',
-      async send(reset) {
-        const res = await request(`${api}/api/protect`, {
-          dispatcher: direct,
-          method: 'POST',
-          reset,
-          headers: { 'content-type': 'application/json', 'x-resource-token': bearer },
-          body: `{"manifestName":"customer","jobType":"Mask","dataSet":${body}}`,
-        });
-        const text = await res.body.text();
-        if (res.statusCode !== 200) return `status ${res.statusCode}`;
-        return text.includes(CARD) ? 'card number in clear' : undefined;
-      },
-    },
-    {
-      name: '/file/protect',
-      async send(reset) {
-        const form = multipart([
-          { name: 'protectFileDataset', filename: 'meta.json', contentType: 'application/json', body: '{"manifestName":"customer","jobType":"Mask"}' },
-          { name: 'file', filename: 'people.csv', contentType: 'text/csv', body: csv },
-        ]);
-        const res = await request(`${api}/file/protect`, {
-          dispatcher: direct,
-          method: 'POST',
-          reset,
-          headers: { 'content-type': form.contentType, authorization: `Bearer ${bearer}` },
-          body: form.body,
-        });
-        const text = await res.body.text();
-        if (res.statusCode !== 200) return `status ${res.statusCode}`;
-        return text.includes(CARD) || !text.includes('Paris') ? 'wrong CSV answer' : undefined;
-      },
-    },
-    {
-      name: 'grpc ProtectValues',
-      send: () =>
-        new Promise((resolve) => {
-          const md = new grpc.Metadata();
-          md.set('authorization', `Bearer ${bearer}`);
-          grpcClient.ProtectValues(grpcRequest, md, (err: Error | null, reply: { rows: { columns: { string_value: string }[] }[] }) => {
-            if (err) return resolve(`grpc ${err.message.slice(0, 60)}`);
-            resolve(reply.rows[0]?.columns[1]?.string_value === CARD ? 'card number in clear' : undefined);
-          });
-        }),
-    },
-  ];
+  const refresh = setInterval(() => void bearerToken(spec.targets.ports.http).then((t) => (bearer = t), () => undefined), 300_000);
+  const { doors, close } = makeDoors(spec.targets, () => bearer);
 
   // Latencies of the current sample period, and of the whole run by minute (for the windows' p99).
   let period: number[] = [];
@@ -233,13 +101,13 @@ async function drive(spec: DriverSpec): Promise<void> {
     const reset = ++stats.sent % RESET_EVERY === 0;
     const sentAt = performance.now();
     return doors[doorIndex].send(reset).then(
-      (failure) => {
+      (outcome) => {
+        if (outcome.kind !== 'ok') return fail(stats, `${outcome.kind}${outcome.detail ? ` ${outcome.detail}` : ''}`);
         const ms = performance.now() - sentAt;
         period.push(ms);
         record((sentAt - start) / 1000, ms);
-        if (failure !== undefined) fail(stats, failure);
       },
-      (err: Error) => fail(stats, `${(err as { code?: string }).code ?? err.name}: ${err.message.slice(0, 80)}`),
+      (err: Error) => fail(stats, `thrown ${err.name}`),
     );
   };
   const fail = (stats: (typeof byDoor)[number], reason: string): void => {
@@ -249,7 +117,7 @@ async function drive(spec: DriverSpec): Promise<void> {
   };
 
   const scrape = async (): Promise<Record<string, number>> => {
-    const res = await request(`http://127.0.0.1:${spec.ports.admin}/metrics`);
+    const res = await request(`http://127.0.0.1:${spec.adminPort}/metrics`);
     const text = await res.body.text();
     const values: Record<string, number> = {};
     for (const line of text.split('\n')) {
@@ -338,8 +206,7 @@ async function drive(spec: DriverSpec): Promise<void> {
   last.sort((a, b) => a - b);
   const doorsOut = doors.map((d, i) => ({ name: d.name, sent: byDoor[i].sent, failed: byDoor[i].failed, reasons: Object.fromEntries(byDoor[i].reasons) }));
   process.stdout.write(JSON.stringify({ summary: { sent, firstP99: percentile(first, 0.99), lastP99: percentile(last, 0.99), doors: doorsOut } }) + '\n');
-  grpcClient.close();
-  await Promise.all(pools.map((p) => p.close()));
+  await close();
 }
 
 // ---- the run (host side, root) ------------------------------------------------------------------
@@ -351,110 +218,15 @@ interface Summary {
   readonly doors: { name: string; sent: number; failed: number; reasons: Record<string, number> }[];
 }
 
-function gatewayConfig(dir: string, upstreamCaFile: string): string {
-  // The demo identity of config/gateway.yaml (tokens for /api/protect, /file/protect and gRPC).
-  const defaults = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8');
-  const identity = defaults.slice(defaults.indexOf('\nidentity:') + 1, defaults.indexOf('\nkeys:') + 1);
-  const route = (name: string, port: number, path: string, jobType: string): string =>
-    `    - name: ${name}\n      match: { host: api.soak.test, port: ${port}, methods: [POST], path: "${path}", contentType: application/json }\n      request: { manifest: customer, jobType: ${jobType} }\n`;
-  return `http:
-  listen: 127.0.0.1:0
-  shutdownGraceMs: 10000
-grpc:
-  listen: 127.0.0.1:0
-admin:
-  listen: 127.0.0.1:0
-${identity}keys:
-  source: generated
-manifests: ${join(ROOT, 'config/manifests')}
-proxy:
-  enabled: true
-  listen: 127.0.0.1:0
-  upstreamCa: ${upstreamCaFile}
-  routes:
-${route('soak-mask', 8081, '/mask/**', 'Mask')}${route('soak-pseudonymise', 8081, '/pseudo/**', 'Pseudonymise')}${route('soak-mask-tls', 8443, '/mask/**', 'Mask')}${route('soak-transparent', 80, '/mask/**', 'Mask')}  reverse:
-    - listen: 127.0.0.1:0
-      upstream: http://api.soak.test:8081
-  transparent:
-    listen: 127.0.0.1:15006
-    ipv6: false
-logging:
-  level: info
-`.replace(/\n\n/g, '\n') + `# written by bench/soak.bench.ts into ${dir}\n`;
-}
-
 async function main(): Promise<void> {
-  const { createNamespace, iptablesSkipReason, lines, netnsSkipReason, sharedTempDir, userTempDir } = await import('../test/helpers/netns.ts');
-  const skip = netnsSkipReason() ?? iptablesSkipReason();
+  const skip = await labSkipReason();
   if (skip) {
     console.log(`soak bench skipped: ${skip}`);
     return;
   }
-  // The gateway runs the built bin, as in production.
-  const build = spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('build failed');
-  const { upstreamPki } = await import('../test/proxy/helpers.ts');
-  const shared = sharedTempDir('dpg-soak-');
-  const pki = upstreamPki(shared, Object.keys(HOSTS));
-  writeFileSync(join(shared, 'upstream.pem'), pki.certPem);
-  writeFileSync(join(shared, 'upstream-key.pem'), pki.keyPem);
-  const configFile = join(shared, 'gateway.yaml');
-  writeFileSync(configFile, gatewayConfig(shared, pki.caFile), { mode: 0o644 });
-
-  const ns = await createNamespace('soak', { hosts: HOSTS });
-  const children: ChildProcess[] = [];
+  const lab = await startLab();
   try {
-    for (const address of Object.values(HOSTS)) await ns.must('ip', ['addr', 'add', `${address}/32`, 'dev', 'lo']);
-    const upstream = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'upstream', shared], { cwd: ROOT, env: {} });
-    children.push(upstream);
-    upstream.stderr?.on('data', (d: Buffer) => process.stderr.write(`[upstream] ${d}`));
-    await lines(upstream.stdout).waitFor(/"ready":true/, 60_000);
-    await ns.must(process.execPath, [DPG, 'capture', '--config', configFile, '--include-ports', '80,8081,8443,9080'], { cwd: ROOT });
-
-    const home = userTempDir(GATEWAY_UID);
-    const gateway = ns.spawn(process.execPath, [DPG, 'serve', '-c', configFile], {
-      uid: GATEWAY_UID,
-      cwd: ROOT,
-      env: { HOME: home, TMPDIR: home, DPG_DATA_DIR: join(home, 'data') },
-    });
-    children.push(gateway);
-    let gatewayErr = '';
-    gateway.stderr?.on('data', (d: Buffer) => (gatewayErr += d.toString()));
-    // The gateway's log: ports from the start-up lines, then counted only (audit lines at 500/s).
-    const ports: Record<string, number> = {};
-    let logLines = 0;
-    let errorLines = 0;
-    const errorMessages = new Map<string, number>();
-    const ready = new Promise<void>((resolve, reject) => {
-      let partial = '';
-      gateway.stdout?.on('data', (d: Buffer) => {
-        const parts = (partial + d.toString()).split('\n');
-        partial = parts.pop() ?? '';
-        for (const line of parts) {
-          logLines++;
-          if (!line.includes('"level":30') && line.startsWith('{')) {
-            const entry = JSON.parse(line) as { level: number; msg: string };
-            if (entry.level >= 50) {
-              errorLines++;
-              errorMessages.set(entry.msg, (errorMessages.get(entry.msg) ?? 0) + 1);
-            }
-          }
-          if (line.includes('"listener"') || line.includes('"door"') || line.includes('"msg":"ready"')) {
-            const entry = JSON.parse(line) as { listener?: string; door?: string; port?: number; msg: string };
-            const name = entry.listener ?? entry.door;
-            if (name && entry.port) ports[name] ??= entry.port;
-            if (entry.msg === 'ready') resolve();
-          }
-        }
-      });
-      gateway.once('exit', (code) => reject(new Error(`gateway exited ${code}: ${gatewayErr}`)));
-    });
-    await ready;
-    // nsenter and setpriv exec in turn: the child's PID is the gateway's.
-    const pid = gateway.pid as number;
-    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dpg.js')) throw new Error(`process ${pid} is not the gateway`);
-    const gatewayCaPem = readFileSync(join(home, 'data', 'proxy-ca.pem'), 'utf8');
-
+    const gateway = await lab.startGateway();
     const uptimeBefore = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
     const startedAt = new Date();
     console.log(
@@ -462,16 +234,14 @@ async function main(): Promise<void> {
         `${cpus().length} cores; load before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${startedAt.toISOString()}`,
     );
     const spec: DriverSpec = {
-      pid,
-      ports: { proxy: ports.proxy, http: ports.http, grpc: ports.grpc, admin: ports.admin, reverse: ports['proxy-reverse'] },
-      gatewayCaPem,
-      upstreamCaPem: pki.caPem,
+      pid: gateway.pid,
+      targets: gateway.targets,
+      adminPort: gateway.ports.admin,
       rate: RATE,
       seconds: MINUTES * 60,
       sampleSeconds: SAMPLE_SECONDS,
     };
-    const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'drive', JSON.stringify(spec)], { cwd: ROOT, env: {} });
-    children.push(driver);
+    const driver = lab.spawn(SELF, 'drive', JSON.stringify(spec));
     driver.stderr?.on('data', (d: Buffer) => process.stderr.write(`[driver] ${d}`));
     const samples: Sample[] = [];
     const loads: number[] = [];
@@ -524,15 +294,13 @@ async function main(): Promise<void> {
 
     console.log(`\nper door (sent / failed):`);
     for (const d of result.doors) console.log(`  ${d.name.padEnd(30)} ${String(d.sent).padStart(8)} ${String(d.failed).padStart(6)}${d.failed ? `  ${JSON.stringify(d.reasons)}` : ''}`);
-    console.log(`gateway log: ${logLines} lines, ${errorLines} at error level${errorLines ? ` ${JSON.stringify(Object.fromEntries(errorMessages))}` : ''}`);
+    const errorLines = [...gateway.log.errors.values()].reduce((a, n) => a + n, 0);
+    console.log(`gateway log: ${gateway.log.lines} lines, ${errorLines} at error level${errorLines ? ` ${JSON.stringify(Object.fromEntries(gateway.log.errors))}` : ''}`);
     for (const v of verdicts) console.log(`goal: ${v}`);
     console.log(`load before: ${uptimeBefore}\nload after:  ${uptimeAfter}`);
     console.log(`written: ${join(OUT, `soak-${stamp}.csv`)} and .svg`);
   } finally {
-    const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r))));
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 12_000))]);
-    await ns.close();
+    await lab.close();
   }
 }
 
@@ -565,6 +333,5 @@ function judge(samples: readonly Sample[], summary: Summary): string[] {
 }
 
 const [mode, arg] = process.argv.slice(2);
-if (mode === 'upstream') serveUpstream(arg);
-else if (mode === 'drive') await drive(JSON.parse(arg) as DriverSpec);
+if (mode === 'drive') await drive(JSON.parse(arg) as DriverSpec);
 else await main();
