@@ -13,7 +13,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DoorTargets } from './doors.ts';
+import type { DoorTargets } from '../test/helpers/door-clients.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -31,7 +31,7 @@ export interface LabGateway {
   readonly ports: Record<string, number>;
   readonly targets: DoorTargets;
   /** Log lines seen, and those at error level or above (their messages). */
-  readonly log: { lines: number; errors: Map<string, number> };
+  readonly log: { lines: number; errors: Map<string, number>; graceCuts(): number };
   readonly exited: Promise<number | null>;
 }
 
@@ -155,7 +155,8 @@ export async function startLab(): Promise<Lab> {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       // The log: ports from the start-up lines, then only counted (audit lines come at the request rate).
       const ports: Record<string, number> = {};
-      const log = { lines: 0, errors: new Map<string, number>() };
+      let graceCuts = 0;
+      const log = { lines: 0, errors: new Map<string, number>(), graceCuts: () => graceCuts };
       await new Promise<void>((resolve, reject) => {
         let partial = '';
         child.stdout?.on('data', (d: Buffer) => {
@@ -164,6 +165,7 @@ export async function startLab(): Promise<Lab> {
           for (const line of parts) {
             log.lines++;
             if (!line.startsWith('{') || line.includes('"level":30')) continue;
+            if (line.includes('grace period over')) graceCuts++;
             const entry = JSON.parse(line) as { level: number; msg: string; listener?: string; door?: string; port?: number };
             if (entry.level >= 50) log.errors.set(entry.msg, (log.errors.get(entry.msg) ?? 0) + 1);
           }

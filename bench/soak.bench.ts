@@ -29,7 +29,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DoorTargets } from './doors.ts';
+import type { DoorTargets } from '../test/helpers/door-clients.ts';
 import { labSkipReason, ROOT, startLab } from './gateway-lab.ts';
 import { linePlot } from './svg-plot.ts';
 
@@ -77,7 +77,7 @@ export interface Sample {
 
 async function drive(spec: DriverSpec): Promise<void> {
   const { request } = await import('undici');
-  const { bearerToken, makeDoors } = await import('./doors.ts');
+  const { bearerToken, makeDoors } = await import('../test/helpers/door-clients.ts');
   let bearer = await bearerToken(spec.targets.ports.http);
   // Tokens live 15 minutes (the default config): a long soak takes a new one every 5.
   const refresh = setInterval(() => void bearerToken(spec.targets.ports.http).then((t) => (bearer = t), () => undefined), 300_000);

@@ -1,7 +1,8 @@
 // One client per door of a `dpg serve` process, each sending a 1 KB JSON document (or a small CSV,
 // or one gRPC row) with a card number and checking the answer: protected doors must not return it
 // in clear, pass-through doors must return it untouched (the upstream echoes bodies). Shared by the
-// soak (bench/soak.bench.ts), the drain bench (bench/drain.bench.ts) and the drain test.
+// soak (bench/soak.bench.ts), the drain bench (bench/drain.bench.ts) and the drain test
+// (test/e2e/drain.test.ts).
 //
 // Every outcome is classified, because a drain is judged by *how* a request failed:
 //   ok        200 and the right answer
@@ -14,8 +15,8 @@
 import { Agent, Pool, ProxyAgent, request, type Dispatcher } from 'undici';
 import * as grpc from '@grpc/grpc-js';
 import * as loader from '@grpc/proto-loader';
-import { PROTO_DIR } from '../src/transport/grpc/proto.ts';
-import { oneKilobyteJson } from './open-loop.ts';
+import { PROTO_DIR } from '../../src/transport/grpc/proto.ts';
+import { oneKilobyteJson } from '../../bench/open-loop.ts';
 
 export const CARD = '4111 1111 1111 1111';
 
