@@ -300,18 +300,8 @@ async function main(): Promise<void> {
       [f(s.minute, 2), f(s.rssMb), f(s.heapUsedMb), f(s.loopDelayP99Ms, 2), s.handles, s.fds, f(s.cpuPercent, 0), s.requests, s.failed, s.skipped, f(s.p50Ms, 2), f(s.p99Ms, 2), loads[i].toFixed(2)].join(','),
     );
     writeFileSync(join(OUT, `soak-${stamp}.csv`), [header, ...rows].join('\n') + '\n');
-    const x = samples.map((s) => s.minute);
-    const svg = linePlot(
-      `dpg soak ${startedAt.toISOString().slice(0, 16)}Z: ${MINUTES} min, ${RATE} req/s over 11 doors, ${result.sent} requests, ${result.doors.reduce((a, d) => a + d.failed, 0)} failed`,
-      x,
-      [
-        { title: 'Memory', unit: 'MB', series: [{ label: 'RSS', values: samples.map((s) => s.rssMb), color: '#1f77b4' }, { label: 'heap used', values: samples.map((s) => s.heapUsedMb), color: '#ff7f0e' }] },
-        { title: 'Descriptors and handles', unit: '', series: [{ label: 'open fds', values: samples.map((s) => s.fds), color: '#2ca02c' }, { label: 'active handles', values: samples.map((s) => s.handles), color: '#9467bd' }] },
-        { title: 'Latency (10 s periods)', unit: 'ms', series: [{ label: 'p50', values: samples.map((s) => s.p50Ms), color: '#17becf' }, { label: 'p99', values: samples.map((s) => s.p99Ms), color: '#d62728' }, { label: 'event-loop delay p99', values: samples.map((s) => s.loopDelayP99Ms), color: '#8c564b' }] },
-        { title: 'Gateway CPU (% of one core) and machine load (1-min average, 2 cores shared)', unit: '', series: [{ label: 'gateway CPU %', values: samples.map((s) => s.cpuPercent), color: '#e377c2' }, { label: 'load average', values: loads, color: '#7f7f7f' }] },
-      ],
-      `nice ${spawnSync('nice', { encoding: 'utf8' }).stdout.trim()}; load before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}; samples every ${SAMPLE_SECONDS} s`,
-    );
+    const title = `dpg soak ${startedAt.toISOString().slice(0, 16)}Z: ${MINUTES} min, ${RATE} req/s offered over 11 doors, ${result.sent} requests, ${result.doors.reduce((a, d) => a + d.failed, 0)} failed`;
+    const svg = plot(title, samples, loads, `nice ${spawnSync('nice', { encoding: 'utf8' }).stdout.trim()}; load before: ${uptimeBefore.replace(/.*load average: /, '')}; samples every ${SAMPLE_SECONDS} s`);
     writeFileSync(join(OUT, `soak-${stamp}.svg`), svg);
 
     console.log(`\nper door (sent / failed):`);
@@ -324,6 +314,45 @@ async function main(): Promise<void> {
   } finally {
     await lab.close();
   }
+}
+
+function plot(title: string, samples: readonly Sample[], loads: readonly number[], note: string): string {
+  const x = samples.map((s) => s.minute);
+  return linePlot(
+    title,
+    x,
+    [
+      { title: 'Memory', unit: 'MB', series: [{ label: 'RSS', values: samples.map((s) => s.rssMb), color: '#1f77b4' }, { label: 'heap used', values: samples.map((s) => s.heapUsedMb), color: '#ff7f0e' }] },
+      { title: 'Descriptors and handles', unit: '', series: [{ label: 'open fds', values: samples.map((s) => s.fds), color: '#2ca02c' }, { label: 'active handles', values: samples.map((s) => s.handles), color: '#9467bd' }] },
+      { title: 'Latency (10 s periods)', unit: 'ms', series: [{ label: 'p50', values: samples.map((s) => s.p50Ms), color: '#17becf' }, { label: 'p99', values: samples.map((s) => s.p99Ms), color: '#d62728' }, { label: 'event-loop delay p99', values: samples.map((s) => s.loopDelayP99Ms), color: '#8c564b' }] },
+      { title: 'Requests per period', unit: '', series: [{ label: 'answered', values: samples.map((s) => s.requests - s.failed), color: '#2ca02c' }, { label: 'failed', values: samples.map((s) => s.failed), color: '#d62728' }, { label: 'skipped (2,000 waiting)', values: samples.map((s) => s.skipped), color: '#7f7f7f' }] },
+      { title: 'Gateway CPU (% of one core), machine load (1-min average, 2 cores)', unit: '', series: [{ label: 'gateway CPU %', values: samples.map((s) => s.cpuPercent), color: '#e377c2' }, { label: 'load average', values: loads, color: '#7f7f7f' }] },
+    ],
+    note,
+  );
+}
+
+/** Draws the plot again from a CSV the soak wrote (the plot's look can change after a long run). */
+function replot(csvFile: string, title: string, note: string): void {
+  const [header, ...rows] = readFileSync(csvFile, 'utf8').trim().split('\n');
+  const cols = header.split(',');
+  const at = (row: string[], name: string): number => (row[cols.indexOf(name)] === '' ? NaN : Number(row[cols.indexOf(name)]));
+  const parsed = rows.map((r) => r.split(','));
+  const samples: Sample[] = parsed.map((r) => ({
+    minute: at(r, 'minute'),
+    rssMb: at(r, 'rss_mb'),
+    heapUsedMb: at(r, 'heap_used_mb'),
+    loopDelayP99Ms: at(r, 'loop_delay_p99_ms'),
+    handles: at(r, 'active_handles'),
+    fds: at(r, 'open_fds'),
+    cpuPercent: at(r, 'cpu_percent'),
+    requests: at(r, 'requests'),
+    failed: at(r, 'failed'),
+    skipped: at(r, 'skipped'),
+    p50Ms: at(r, 'p50_ms'),
+    p99Ms: at(r, 'p99_ms'),
+  }));
+  writeFileSync(csvFile.replace(/\.csv$/, '.svg'), plot(title, samples, parsed.map((r) => at(r, 'load_1min')), note));
 }
 
 /** The goals, each as one line ending in MET or NOT MET. */
@@ -354,6 +383,7 @@ function judge(samples: readonly Sample[], summary: Summary): string[] {
   ];
 }
 
-const [mode, arg] = process.argv.slice(2);
-if (mode === 'drive') await drive(JSON.parse(arg) as DriverSpec);
+const [mode, arg, ...rest] = process.argv.slice(2);
+if (mode === 'replot') replot(arg, rest[0] ?? '', rest[1] ?? '');
+else if (mode === 'drive') await drive(JSON.parse(arg) as DriverSpec);
 else await main();

@@ -19,7 +19,7 @@ export interface Panel {
 const WIDTH = 900;
 const PANEL_HEIGHT = 150;
 const LEFT = 70;
-const RIGHT = 20;
+const RIGHT = 50;
 const TOP = 40;
 const GAP = 40;
 
@@ -67,7 +67,7 @@ export function linePlot(title: string, x: readonly number[], panels: readonly P
       const v = (xMax * t) / ticks;
       out.push(`<text x="${px(v).toFixed(1)}" y="${top + PANEL_HEIGHT + 13}" text-anchor="middle" fill="#555">${figure(v)} min</text>`);
     }
-    let legendX = LEFT + 200;
+    let legendX = LEFT + Math.max(200, panel.title.length * 7 + 20);
     for (const s of panel.series) {
       const points = s.values
         .map((v, k) => (Number.isFinite(v) ? `${px(x[k]).toFixed(1)},${py(v).toFixed(1)}` : ''))
