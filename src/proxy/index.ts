@@ -32,6 +32,7 @@ import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost 
 import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/routes.ts';
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
+import { drainTunnels } from './forwarding/tunnel-drain.ts';
 import { proxyHealthSocket } from '../core/health-socket.ts';
 import type { RunningTransparent, TransparentDeps } from './transparent/index.ts';
 import type { GatewayCa } from '../crypto/gateway-ca.ts';
@@ -298,6 +299,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     }
   };
   let shuttingDown = false;
+  /** Exchanges being answered: told at shutdown to close their connection after the answer. */
+  const answering = new Set<ServerResponse>();
 
   /** Serves a request once its target is known, answering Expect: 100-continue ourselves. */
   const serve = (req: IncomingMessage, res: ServerResponse, reading: TargetReading, expectsContinue: boolean): void => {
@@ -328,10 +331,15 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const raw = rawOf(socket);
     inFlight.set(raw, (inFlight.get(raw) ?? 0) + 1);
     const leave = r.hold();
+    answering.add(res);
     res.once('close', () => {
       leave();
+      answering.delete(res);
       inFlight.set(raw, (inFlight.get(raw) ?? 1) - 1);
-      if (shuttingDown && intercepted.has(socket) && inFlight.get(raw) === 0) socket.destroy();
+      if (!shuttingDown) return;
+      if (intercepted.has(socket) && inFlight.get(raw) === 0) socket.destroy();
+      // A keep-alive connection whose exchange was in flight at the signal is idle now: closed.
+      else for (const s of servers) s.closeIdleConnections();
     });
     if (expectsContinue) {
       const refusal = r.exchange.refuseBeforeBody(req, target);
@@ -599,20 +607,26 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     close(graceMs = 10_000) {
       closing ??= (async () => {
         shuttingDown = true;
+        // Answers not started yet say `Connection: close`: the client does not send again on them.
+        for (const res of answering) if (!res.headersSent) res.shouldKeepAlive = false;
         routing.hostAddresses.close();
         const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
         if (transparent) closed.push(transparent.close());
         for (const s of servers) s.closeIdleConnections();
+        // Tunnels and spliced connections: each closed once between exchanges (tunnel-drain.ts).
+        const tunnels = drainTunnels(sockets);
         const timer = setTimeout(() => {
+          // What the grace period could not finish is cut, and counted (docs/reliability.md#drain).
+          logger.warn({ listener: 'proxy', exchanges: answering.size, tunnels: sockets.size, graceMs }, 'proxy: grace period over; cutting what is left');
+          tunnels.stop();
           for (const s of servers) s.closeAllConnections();
           for (const socket of [...sockets, ...intercepted]) socket.destroy();
         }, graceMs);
         timer.unref();
-        // Tunnels are long-lived by nature: they do not hold shutdown open.
-        for (const socket of sockets) socket.destroy();
         // Intercepted connections: idle ones now, busy ones after their exchange (or at the grace limit).
         for (const socket of intercepted) if ((inFlight.get(rawOf(socket)) ?? 0) === 0) socket.destroy();
         await Promise.all(closed);
+        await tunnels.done;
         while (intercepted.size > 0) await new Promise((r) => setTimeout(r, 25));
         clearTimeout(timer);
         sweeper.close();

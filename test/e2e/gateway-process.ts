@@ -77,13 +77,15 @@ export function startGateway(config: string, env: Record<string, string>): Promi
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
         logs.push(line);
-        let entry: { msg?: string; listener?: string; port?: number };
+        let entry: { msg?: string; listener?: string; door?: string; port?: number };
         try {
           entry = JSON.parse(line);
         } catch {
           continue;
         }
-        if (entry.listener !== undefined && typeof entry.port === 'number') ports[entry.listener] = entry.port;
+        // The gRPC door names itself `door`, the others `listener`.
+        const name = entry.listener ?? entry.door;
+        if (name !== undefined && typeof entry.port === 'number') ports[name] = entry.port;
         if (entry.msg === 'ready') {
           clearTimeout(timer);
           resolve(process_);

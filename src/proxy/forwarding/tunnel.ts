@@ -13,6 +13,7 @@ import { isUnspecifiedAddress, readAuthority } from '../reading/canonical-host.t
 import { isDescriptorShortage } from './connection-limits.ts';
 import { problemOf, sendProblemOnSocket } from '../problem.ts';
 import type { RouteTable } from '../reading/routes.ts';
+import { markUpstreamSide } from './tunnel-drain.ts';
 
 /** The CONNECT authority an intercepted connection was opened for. */
 export interface TunnelTarget {
@@ -57,8 +58,13 @@ function refuse(socket: Duplex, status: '400 Bad Request' | '502 Bad Gateway', m
   sendProblemOnSocket(socket, problemOf(new DpgError(status.startsWith('400') ? 'INVALID_REQUEST' : 'UPSTREAM_UNREACHABLE', message)));
 }
 
-export function track(set: Set<Duplex>, socket: Duplex): void {
+/**
+ * Adds a socket to a set until it closes. `side`: which end of a relay it is, so that shutdown can
+ * tell a request on its way up from an answer on its way back (tunnel-drain.ts).
+ */
+export function track(set: Set<Duplex>, socket: Duplex, side: 'app' | 'upstream' = 'app'): void {
   set.add(socket);
+  if (side === 'upstream') markUpstreamSide(socket);
   socket.once('close', () => set.delete(socket));
 }
 
@@ -132,7 +138,7 @@ function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omit<
 function blindTunnel(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omit<TunnelTarget, 'scheme'>): void {
   track(deps.sockets, client);
   const upstream = netConnect({ host: target.address ?? target.host, port: target.port });
-  track(deps.sockets, upstream);
+  track(deps.sockets, upstream, 'upstream');
   let connected = false;
   const timer = setTimeout(() => {
     upstream.destroy();

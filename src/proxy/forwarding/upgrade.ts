@@ -132,7 +132,7 @@ function spliceUpgrade(deps: UpgradeDeps, req: IncomingMessage, client: Duplex, 
           ...(deps.ca ? { ca: deps.ca } : {}),
         })
       : netConnect({ host, port: target.port });
-  track(deps.sockets, upstream);
+  track(deps.sockets, upstream, 'upstream');
   let connected = false;
   const refuseUpstream = (detail: string): void => sendProblemOnSocket(client, problemOf(new DpgError('UPSTREAM_UNREACHABLE', detail)));
   const timer = setTimeout(() => {

@@ -52,7 +52,7 @@ export interface TransparentDeps {
   readonly onClientError: (err: NodeJS.ErrnoException, socket: Duplex) => void;
   /** Puts a listener under the proxy's connection cap, readiness and idle sweeping. */
   readonly guard: (server: NetServer, name: string) => void;
-  /** Spliced connections: destroyed at once when the proxy closes. */
+  /** Spliced and relayed connections: closed between exchanges when the proxy closes (tunnel-drain.ts). */
   readonly sockets: Set<Duplex>;
   /** Connections read as HTTP: closed once idle when the proxy closes. */
   readonly intercepted: Set<Duplex>;
@@ -125,7 +125,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const splice = (client: Socket, dst: OriginalDestination, first: Buffer | undefined, upstream?: Socket): void => {
     const up = upstream ?? connectUpstream(dst, spliceOptions);
     track(deps.sockets, client);
-    track(deps.sockets, up);
+    track(deps.sockets, up, 'upstream');
     relay(client, up, first);
   };
 
@@ -133,7 +133,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const relayHttp = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
     const up = connectUpstream(dst, spliceOptions);
     track(deps.sockets, client);
-    track(deps.sockets, up);
+    track(deps.sockets, up, 'upstream');
     relayRequests(client, up, first, {
       read: (data) => peekHttpHead(data, MAX_HEAD_BYTES),
       relayable: (head) => relayable(ctx, dst, head),
@@ -150,7 +150,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const relayH2cStreams = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
     const up = connectUpstream(dst, spliceOptions);
     track(deps.sockets, client);
-    track(deps.sockets, up);
+    track(deps.sockets, up, 'upstream');
     relayH2c(client, up, first, {
       decide: (authority) => {
         const host = authority === undefined ? undefined : readAuthority(authority, dst.port)?.host;

@@ -137,6 +137,8 @@ function pathOf(url: string | undefined): string {
 
 export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
   let closing = false;
+  /** Requests being answered (their Connection header is set at close when not yet sent). */
+  const answering = new Set<ServerResponse>();
   let inFlight = 0;
   const gate = deps.overload?.gate('http');
   const retryAfter = String(deps.overload?.config.retryAfterSeconds ?? 1);
@@ -152,8 +154,10 @@ export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
       audit: {},
     };
     inFlight++;
+    answering.add(res);
     res.on('close', () => {
       inFlight--;
+      answering.delete(res);
       if (closing) server.closeIdleConnections();
     });
     if (closing) res.setHeader('Connection', 'close');
@@ -190,8 +194,13 @@ export async function startHttpServer(deps: HttpDeps): Promise<RunningServer> {
     address,
     close(graceMs = deps.config.http.shutdownGraceMs): Promise<void> {
       closing = true;
+      // Answers not started yet say `Connection: close`: the client does not send again on them.
+      for (const res of answering) if (!res.headersSent) res.setHeader('Connection', 'close');
       return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        const timer = setTimeout(() => {
+          deps.logger.warn({ listener: 'http', inFlight, graceMs }, 'HTTP API: grace period over; cutting what is left');
+          server.closeAllConnections();
+        }, graceMs);
         timer.unref();
         server.close(() => {
           clearTimeout(timer);
