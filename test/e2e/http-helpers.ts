@@ -9,6 +9,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import type { GatewayConfig, HttpConfig, IdentityConfig } from '../../src/config/types.ts';
 import type { Engine } from '../../src/engine/types.ts';
+import type { Overload } from '../../src/core/overload.ts';
 import { createIdentity } from '../../src/identity/identity.ts';
 import type { Identity } from '../../src/identity/types.ts';
 import type { SecretCheckLimits } from '../../src/identity/secret-check-gate.ts';
@@ -41,6 +42,8 @@ export interface TestGatewayOptions {
   readonly now?: () => number;
   /** Bounds on concurrent token-endpoint secret checks (createIdentity's secretChecks). */
   readonly secretChecks?: SecretCheckLimits;
+  /** Overload shedding (core/overload.ts); absent: none. */
+  readonly overload?: Overload;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -77,6 +80,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     metrics,
     isReady: () => gateway.ready,
     proxyCaPem: () => gateway.caPem,
+    ...(options.overload ? { overload: options.overload } : {}),
   });
   (gateway as { base: string }).base = `http://127.0.0.1:${server.address.port}`;
   return gateway;

@@ -7,13 +7,16 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { request } from 'undici';
 import { DpgError, errorCatalogue } from '../../src/core/errors.ts';
+import { DEFAULT_OVERLOAD, Overload } from '../../src/core/overload.ts';
 import type { JobSpec } from '../../src/core/types.ts';
 import type { Engine } from '../../src/engine/types.ts';
 import { testEngine } from '../helpers/engine.ts';
@@ -104,6 +107,12 @@ function failingEngine(): Engine {
     return undefined;
   };
   return Object.assign(Object.create(real) as Engine, {
+    // Light bodies are protected inline (protectDocument), heavy ones in a worker (offload).
+    protectDocument(job: JobSpec, dataSet: unknown) {
+      const err = failure(job);
+      if (err) throw err;
+      return real.protectDocument(job, dataSet);
+    },
     async protectDocumentAsync(job: JobSpec, dataSet: unknown) {
       const err = failure(job);
       if (err) throw err;
@@ -249,6 +258,37 @@ test('/file/protect: CSV successes and every documented error', async () => {
   for (const [label, p, code] of errors) {
     const answer = await p;
     assert.equal(conforms(where, answer, label).code, code, label);
+  }
+});
+
+test('over an overload bound: 503 OVERLOADED with Retry-After on the token endpoint, /api/protect and /file/protect', async () => {
+  // One request in flight is the bound; a request whose body never comes holds it.
+  const overload = new Overload({ ...DEFAULT_OVERLOAD, maxRequestsInFlight: 1, maxEventLoopDelayMs: 0, maxEventLoopUtilization: 1 });
+  const busy = await startTestGateway({ overload });
+  // A token first (nothing is in flight yet): unauthenticated, the held request would be answered at once.
+  const token = await tokenFor(busy.base, CLIENTS.full);
+  const held = connect(Number(new URL(busy.base).port), '127.0.0.1');
+  try {
+    await once(held, 'connect');
+    held.write(`POST /api/protect HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Resource-Token: ${token}\r\nContent-Length: 100\r\n\r\n`);
+    for (let i = 0; i < 2000 && overload.gate('http').requests === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(overload.gate('http').requests, 1, 'the held request is in flight');
+    const answers: [string, Promise<Answer>][] = [
+      ['/gateway/identity/v1/token', send(busy.base, 'POST', '/gateway/identity/v1/token', { 'content-type': 'application/x-www-form-urlencoded' }, 'grant_type=client_credentials')],
+      ['/api/protect', send(busy.base, 'POST', '/api/protect', { 'content-type': 'application/json' }, JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: { cardNumber: CARD } }))],
+      ['/file/protect', send(busy.base, 'POST', '/file/protect', { 'content-type': 'multipart/form-data; boundary=x' }, '--x--\r\n')],
+    ];
+    for (const [path, pending] of answers) {
+      const answer = await pending;
+      const body = conforms({ path, method: 'post' }, answer, `overloaded ${path}`);
+      assert.equal(body.code, 'OVERLOADED', path);
+      assert.equal(answer.headers['retry-after'], '1', path);
+      assert.ok(!answer.text.includes(CARD), path);
+    }
+  } finally {
+    held.destroy();
+    await busy.close();
+    overload.close();
   }
 });
 
