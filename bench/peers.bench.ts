@@ -23,6 +23,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { writeNginxPassThrough } from './nginx-conf.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -175,27 +176,9 @@ function missing(command: string, pkg: string): string | undefined {
 async function startNginx(upstreamPort: number, body: string): Promise<Peer> {
   const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-nginx-'));
   const port = await freePort();
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream up { server 127.0.0.1:${upstreamPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${port};
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-`,
-  );
+  const args = writeNginxPassThrough(dir, port, upstreamPort);
   const target = { name: 'nginx 1.22 reverse proxy, pass-through', origin: `http://127.0.0.1:${port}`, path: '/pass/x' };
-  return launch('nginx', dir, 'nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], {}, [target], body);
+  return launch('nginx', dir, 'nginx', args, {}, [target], body);
 }
 
 async function startMitmproxy(upstreamPort: number, body: string): Promise<Peer> {

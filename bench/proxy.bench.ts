@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { maskRoute, startBenchProxy } from './bench-proxy.ts';
+import { writeNginxPassThrough } from './nginx-conf.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 /** Children load TypeScript the same way `npm run bench` does. */
@@ -141,24 +142,8 @@ async function startNginx(upstreamPort: number): Promise<{ child: ChildProcess; 
   if (probe.error) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'dpg-bench-nginx-'));
   const port = await freePort();
-  const conf = `worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
-  upstream up { server 127.0.0.1:${upstreamPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${port};
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-`;
-  writeFileSync(join(dir, 'nginx.conf'), conf);
-  const child = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], { stdio: 'ignore' });
+  const args = writeNginxPassThrough(dir, port, upstreamPort);
+  const child = spawn('nginx', args, { stdio: 'ignore' });
   // Wait until it accepts connections.
   const pool = new Pool(`http://127.0.0.1:${port}`);
   for (let i = 0; i < 50; i++) {

@@ -9,6 +9,7 @@
 import { CARD_MAX_DIGITS, CARD_MIN_DIGITS, CARD_PREFIX_DIGITS, hasCardPrefixFor } from '../../../detect/card.ts';
 import type { FF1 } from '../../../crypto/ff1.ts';
 import { ValueError } from '../../technique.ts';
+import { ff1Packed } from './packed-ff1.ts';
 import { digitsOf, withDigits, type DetectedTweaks } from './digit-text.ts';
 
 /** FF1's minimum domain is 10^6: six free digits. */
@@ -98,25 +99,16 @@ export class CardScheme {
       }
     }
     // The FF1 digits of every card in one packed array, encrypted in place (no array per value).
-    const count = plans.length;
-    const starts = new Int32Array(count);
-    const lengths = new Int32Array(count);
-    const tweaks = new Array<Uint8Array>(count);
-    let total = 0;
-    for (let j = 0; j < count; j++) {
-      starts[j] = total;
-      lengths[j] = plans[j].free;
-      tweaks[j] = plans[j].tweak;
-      total += plans[j].free;
-    }
-    const packed = new Uint16Array(total);
-    for (let j = 0; j < count; j++) {
-      const { digits, first, free } = plans[j];
-      for (let d = 0; d < free; d++) packed[starts[j] + d] = digits[first + d];
-    }
-    if (decrypt) this.ff1.decryptPacked(packed, starts, lengths, tweaks);
-    else this.ff1.encryptPacked(packed, starts, lengths, tweaks);
-    for (let j = 0; j < count; j++) out[index[j]] = this.#finish(values[index[j]], plans[j], packed.subarray(starts[j], starts[j] + lengths[j]));
+    const result = ff1Packed(
+      this.ff1,
+      plans,
+      (packed, j, at) => {
+        const { digits, first, free } = plans[j];
+        for (let d = 0; d < free; d++) packed[at + d] = digits[first + d];
+      },
+      decrypt,
+    );
+    for (let j = 0; j < plans.length; j++) out[index[j]] = this.#finish(values[index[j]], plans[j], result.digitsOf(j));
     return out;
   }
 

@@ -16,6 +16,7 @@
 
 import type { FF1 } from '../../../crypto/ff1.ts';
 import { ValueError } from '../../technique.ts';
+import { ff1Packed } from './packed-ff1.ts';
 import { RankCipher } from './rank-cipher.ts';
 import { walkSteps } from './walk-steps.ts';
 import { smallDomainPermute } from './small-domain.ts';
@@ -154,25 +155,11 @@ export class PhoneScheme {
       steps[k] += taken[j];
     }
     // The FF1 digits of every other number in one packed array, encrypted in place.
-    const count = ff1Plans.length;
-    const starts = new Int32Array(count);
-    const lengths = new Int32Array(count);
-    const tweaks = new Array<Uint8Array>(count);
-    let total = 0;
-    for (let j = 0; j < count; j++) {
-      starts[j] = total;
-      lengths[j] = ff1Plans[j].free;
-      tweaks[j] = ff1Plans[j].tweak;
-      total += ff1Plans[j].free;
-    }
-    const packed = new Uint16Array(total);
-    for (let j = 0; j < count; j++) packed.set(ff1Plans[j].digits.subarray(ff1Plans[j].kept), starts[j]);
-    if (decrypt) this.ff1.decryptPacked(packed, starts, lengths, tweaks);
-    else this.ff1.encryptPacked(packed, starts, lengths, tweaks);
+    const result = ff1Packed(this.ff1, ff1Plans, (packed, j, at) => packed.set(ff1Plans[j].digits.subarray(ff1Plans[j].kept), at), decrypt);
     for (let j = 0; j < ff1.length; j++) {
       const k = ff1[j];
       const { digits, kept, tweak, nanpOutside } = ff1Plans[j];
-      digits.set(packed.subarray(starts[j], starts[j] + lengths[j]), kept);
+      digits.set(result.digitsOf(j), kept);
       let walked = 0;
       while (nanpOutside && isNanp(digits, digits.length - 10) && walked < MAX_WALK) {
         walked++;
