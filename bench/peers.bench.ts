@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { writeNginxPassThrough } from './nginx-conf.ts';
+import { serveOkUpstream } from './ok-upstream.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -37,18 +38,6 @@ const MAX_MS = 3000;
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 
 // ---- the upstream (a child process: its CPU is not the peers') ----------------------------------
-
-function serveUpstream(): void {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11 });
-      res.end('{"ok":true}');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
-}
 
 function startUpstream(): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
@@ -331,5 +320,5 @@ async function main(): Promise<void> {
   for (const p of peers) rmSync(p.dir, { recursive: true, force: true });
 }
 
-if (process.argv[2] === 'serve-upstream') serveUpstream();
+if (process.argv[2] === 'serve-upstream') serveOkUpstream();
 else await main();

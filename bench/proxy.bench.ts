@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { maskRoute, startBenchProxy } from './bench-proxy.ts';
 import { writeNginxPassThrough } from './nginx-conf.ts';
+import { serveOkUpstream } from './ok-upstream.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 /** Children load TypeScript the same way `npm run bench` does. */
@@ -44,16 +45,8 @@ const PROXY_FLAGS = (process.env.PROXY_BENCH_PROXY_FLAGS ?? '').split(' ').filte
 // ---- child processes -------------------------------------------------------------------------
 
 async function serveUpstream(): Promise<void> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': 11 });
-      res.end('{"ok":true}');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
   if (VERBOSE) reportPauses('upstream');
-  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
+  serveOkUpstream();
 }
 
 async function serveProxy(upstreamPort: number): Promise<void> {
