@@ -15,6 +15,7 @@ import { bodyKindOf, printableType, RefusedInputError, type BodyKind } from '../
 import { readBodyText } from '../reading/body-charset.ts';
 import { nestedReadings, paramNameReadings, phpName } from '../reading/param-names.ts';
 import { mediaTypeOf } from '../reading/routes.ts';
+import type { GrpcPhase } from '../grpc-egress/contract.ts';
 
 export { inferBodyKind } from '../reading/body-kind.ts';
 
@@ -56,6 +57,8 @@ export interface CompiledPhase {
   ): Promise<{ body: Buffer; outcome: PhaseOutcome }>;
   /** Protects the selected parameters of a raw query string (without `?`); others stay byte for byte. */
   protectQuery(query: string, requestId: string): { query: string; valuesProtected: number };
+  /** gRPC message protection, when the route names the message types (grpc-egress/contract.ts). */
+  readonly grpc?: GrpcPhase;
 }
 
 const EMPTY: PhaseOutcome = { dataSetType: undefined, valuesProtected: 0, valuesFailed: 0 };
