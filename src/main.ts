@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, StartupError } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
+import { readTally } from './engine/tally.ts';
+import { workerPoolStats } from './engine/worker-pool.ts';
 import type { GatewayConfig, ListenAddress } from './config/types.ts';
 import { buildEngine, checkConfigReferences } from './engine/build.ts';
 import { fingerprintKeyring } from './crypto/keyring-fingerprint.ts';
@@ -47,6 +49,8 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   // Metrics are served on the HTTP API and the admin listener; without either nothing would read them.
   const metrics = httpOn || config.admin ? new (await import('./core/metrics.ts')).Metrics() : unreadMetrics();
   metrics.setKeyring(keyringId);
+  // Values by technique and detections by kind, from this thread and what the workers sent back.
+  metrics.trackEngine({ tally: readTally, workers: workerPoolStats });
   // Certificate expiry, read on each scrape (a certificate may be replaced while running).
   if (config.proxy.enabled) metrics.watchCertificate('proxy-ca', () => proxy?.caPem);
   const grpcTls = config.grpc.tls;
@@ -241,6 +245,7 @@ function unreadMetrics(): Metrics {
     setKeyring(): void {},
     watchCertificate(): void {},
     trackOverload(): void {},
+    trackEngine(): void {},
     observeShed(): void {},
     setConfigGeneration(): void {},
     observeReload(): void {},

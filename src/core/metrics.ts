@@ -40,6 +40,18 @@ export interface OverloadSource {
   loopUtilisation(): number;
 }
 
+/** What the engine counted (engine/tally.ts) and its worker pools (engine/worker-pool.ts), read at scrape time. */
+export interface EngineSource {
+  tally(): {
+    readonly techniques: readonly { readonly jobType: string; readonly technique: string; readonly count: number }[];
+    readonly detected: readonly { readonly jobType: string; readonly kind: string; readonly count: number }[];
+  };
+  workers(): { readonly workers: number; readonly busy: number; readonly queued: number; readonly started: number; readonly lost: number; readonly tasks: number };
+}
+
+/** Why work is shed (core/overload.ts ShedReason). */
+const SHED_REASONS = ['requests', 'bytes', 'event-loop'] as const;
+
 interface RequestChildren {
   readonly requests: { inc(): void };
   readonly values: { inc(value: number): void };
@@ -64,6 +76,7 @@ export class Metrics {
   private readonly certificateExpiry = new Map<string, { pem: string; notAfter: number }>();
   private readonly sheds: Counter<'door' | 'reason'>;
   private overloadSource: OverloadSource | undefined;
+  private engineSource: EngineSource | undefined;
   private readonly configGeneration: Gauge;
   private readonly configReloads: Counter<'result'>;
   private readonly configLastReload: Gauge;
@@ -148,13 +161,17 @@ export class Metrics {
         }
       },
     });
+    const source = () => this.overloadSource;
     this.sheds = new Counter({
       name: 'dpg_overload_shed_total',
       help: 'Requests (and CONNECTs, transparent connections) refused by overload shedding, by door and reason (requests, bytes, event-loop)',
       labelNames: ['door', 'reason'],
       registers,
+      // Every gated door's series exists at 0 before its first shed, so rate() over it is defined.
+      collect() {
+        for (const { door } of source()?.load() ?? []) for (const reason of SHED_REASONS) this.inc({ door, reason }, 0);
+      },
     });
-    const source = () => this.overloadSource;
     new Gauge({
       name: 'dpg_in_flight_requests',
       help: 'Requests in flight per door (limits.overload.maxRequestsInFlight bounds it)',
@@ -193,6 +210,67 @@ export class Metrics {
         if (s) this.set(s.loopUtilisation());
       },
     });
+    // The engine's counts and pools are per thread and per configuration generation; the registry
+    // reads their totals when scraped instead of being told on every value.
+    const engine = () => this.engineSource;
+    new Counter({
+      name: 'dpg_technique_values_total',
+      help: 'Values protected (or restored) by technique, by job type and technique id, over every door; requests that failed count nothing',
+      labelNames: ['job_type', 'technique'],
+      registers,
+      collect() {
+        this.reset();
+        for (const t of engine()?.tally().techniques ?? []) this.inc({ job_type: t.jobType, technique: t.technique }, t.count);
+      },
+    });
+    new Counter({
+      name: 'dpg_detected_values_total',
+      help: 'Values found by content detection and protected (or restored), by job type and kind; requests that failed count nothing',
+      labelNames: ['job_type', 'kind'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of engine()?.tally().detected ?? []) this.inc({ job_type: d.jobType, kind: d.kind }, d.count);
+      },
+    });
+    new Gauge({
+      name: 'dpg_workers',
+      help: 'Protection workers alive, by state (busy: running a task; idle: kept until limits.workers.idleMs)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const w = engine()?.workers();
+        this.set({ state: 'busy' }, w?.busy ?? 0);
+        this.set({ state: 'idle' }, w === undefined ? 0 : w.workers - w.busy);
+      },
+    });
+    new Gauge({
+      name: 'dpg_worker_queued_tasks',
+      help: 'Heavy documents waiting for a protection worker (limits.workers.max are running)',
+      registers,
+      collect() {
+        this.set(engine()?.workers().queued ?? 0);
+      },
+    });
+    const lifetimeCounter = (name: string, help: string, read: (w: ReturnType<EngineSource['workers']>) => number): void => {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          const w = engine()?.workers();
+          this.inc(w === undefined ? 0 : read(w));
+        },
+      });
+    };
+    lifetimeCounter('dpg_worker_tasks_total', 'Tasks protection workers answered (heavy documents, raw bodies, files)', (w) => w.tasks);
+    lifetimeCounter('dpg_workers_started_total', 'Protection workers started (lazily, and to replace one that was lost or reaped when idle)', (w) => w.started);
+    lifetimeCounter(
+      'dpg_worker_failures_total',
+      'Protection workers lost with a task (crashed, ran out of heap or overran limits.workers.timeoutMs): each failed its request with WORKER_FAILED',
+      (w) => w.lost,
+    );
     this.configGeneration = new Gauge({
       name: 'dpg_config_generation',
       help: 'The configuration generation in force: 1 at start, one more per reload that took effect',
@@ -220,6 +298,11 @@ export class Metrics {
   /** The overload gates whose load the in-flight gauges report. */
   trackOverload(source: OverloadSource): void {
     this.overloadSource = source;
+  }
+
+  /** The engine's counts and worker pools, read at every scrape. */
+  trackEngine(source: EngineSource): void {
+    this.engineSource = source;
   }
 
   observeShed(door: string, reason: string): void {

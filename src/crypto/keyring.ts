@@ -345,8 +345,9 @@ export function keyFilePermissionProblem(mode: number, inSecretVolume = false): 
 }
 
 /**
- * True when `path` is a file of a volume the kubelet writes (Secret, ConfigMap, projected): it
- * resolves into a timestamped directory `..YYYY_MM_DD_hh_mm_ss.N` next to the `..data` symlink.
+ * True when `path` is laid out as a file of a volume the kubelet writes (Secret, ConfigMap,
+ * projected): it resolves into a timestamped directory `..YYYY_MM_DD_hh_mm_ss.N` next to the `..data`
+ * symlink. The caller also requires the file to be root's, as the kubelet's files are.
  */
 function inKubeletVolume(path: string): boolean {
   try {
@@ -363,7 +364,8 @@ export function loadKeyringFile(path: string): Keyring {
   try {
     const info = statSync(path);
     if (!info.isFile()) throw new ConfigError([{ file: path, message: 'the key file is not a regular file' }]);
-    const problem = process.platform === 'win32' ? undefined : keyFilePermissionProblem(info.mode, inKubeletVolume(path));
+    // The kubelet writes Secret volumes as root: a look-alike layout made by another user is no Secret volume.
+    const problem = process.platform === 'win32' ? undefined : keyFilePermissionProblem(info.mode, info.uid === 0 && inKubeletVolume(path));
     if (problem !== undefined) throw new ConfigError([{ file: path, message: problem }]);
     text = readFileSync(path, 'utf8');
   } catch (err) {

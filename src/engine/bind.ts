@@ -14,6 +14,7 @@ import { scopeOf, type KeyService } from './keys.ts';
 import { ContentFieldAction, type BoundKind, type ContentMode } from './content-action.ts';
 import type { DetectKind } from '../detect/kinds.ts';
 import type { PreparedJob } from './types.ts';
+import { countDetected, countTechnique } from './tally.ts';
 
 /** Failures listed in a response or error; more are counted but not listed. */
 const MAX_LISTED_FAILURES = 100;
@@ -31,6 +32,8 @@ export class RunState {
   readonly hints = new Set<string>();
   readonly protectNull: boolean;
   readonly standIn: string;
+  /** Detected values protected (or restored) per kind, for the metrics (tally.ts); made on first use. */
+  detected: Map<DetectKind, number> | undefined;
 
   constructor(
     readonly job: JobSpec,
@@ -39,6 +42,13 @@ export class RunState {
     const ctx = job.context;
     this.protectNull = ctx.protectNullValues === true;
     this.standIn = ctx.useRestrictedText ? (ctx.restrictedText ?? '') : '';
+  }
+
+  /** One detected value of `kind` was protected or restored. */
+  detectedDone(kind: DetectKind): void {
+    this.summary.protected++;
+    const counts = (this.detected ??= new Map());
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
 
   fail(location: string | (() => string), reason: string, hint?: string): string {
@@ -59,7 +69,11 @@ function isEmpty(value: unknown): boolean {
 
 /** One field's action within a request. */
 class BoundFieldAction implements FieldAction {
+  /** Values this field's rule protected in the request (for the metrics, tally.ts). */
+  count = 0;
+
   constructor(
+    readonly techniqueId: string,
     private readonly run: RunState,
     private readonly fn: (value: Scalar) => Scalar,
     private readonly batchFn: ((values: readonly Scalar[]) => (Scalar | ValueError)[]) | undefined,
@@ -70,6 +84,7 @@ class BoundFieldAction implements FieldAction {
     if (!this.removesField) return false;
     if (isEmpty(value) && !this.run.protectNull) return false;
     this.run.summary.protected++;
+    this.count++;
     return true;
   }
 
@@ -81,6 +96,7 @@ class BoundFieldAction implements FieldAction {
     try {
       const out = this.fn(value);
       run.summary.protected++;
+      this.count++;
       return out;
     } catch (err) {
       if (err instanceof ValueError) return run.fail(location, err.reason, err.hint);
@@ -118,6 +134,7 @@ class BoundFieldAction implements FieldAction {
       }
     }
     run.summary.protected += done;
+    this.count += done;
     return out;
   }
 
@@ -214,11 +231,26 @@ export function bindJob(manifest: CompiledManifest, job: JobSpec, deps: BindDeps
     contentAction: () => contentAction() ?? undefined,
   };
 
+  let tallied = false;
+  /** The request's counts go to the thread's tally once, when it succeeds. */
+  const tally = (): void => {
+    if (tallied) return;
+    tallied = true;
+    for (const action of bound.values()) if (action instanceof BoundFieldAction) countTechnique(job.jobType, action.techniqueId, action.count);
+    if (run.detected === undefined) return;
+    for (const [kind, n] of run.detected) {
+      countDetected(job.jobType, kind, n);
+      const technique = content?.techniqueOf(kind);
+      if (technique !== undefined) countTechnique(job.jobType, technique, n);
+    }
+  };
+
   return {
     job,
     resolver,
     finish: () => {
       if (run.summary.failed > 0 && ctx.silentMode !== true) throw notProtectable(run);
+      tally();
       return run.summary;
     },
     check: () => {
@@ -244,7 +276,7 @@ function bindContent(
     const field = detection.byKind.get(kind)!;
     const rule = pickRule(field.rules.get(ruleJob), job.context);
     if (!rule) continue;
-    kinds.set(kind, new LazyKind(kind, rule.technique.removesField, () => bindRule(field)!));
+    kinds.set(kind, new LazyKind(kind, rule.technique.id, rule.technique.removesField, () => bindRule(field)!));
   }
   if (kinds.size === 0) return null;
   const mode: ContentMode =
@@ -263,9 +295,9 @@ function makeAction(run: RunState, technique: BoundTechnique, rule: CompiledRule
     // Reconstruct/Decrypt run the forward rule backwards; a removed or irreversible field has nothing to undo.
     if (rule.technique.removesField || !rule.technique.reversible || !technique.inverse) return null;
     const inverse = technique.inverse.bind(technique);
-    return new BoundFieldAction(run, inverse, technique.inverseBatch?.bind(technique), false);
+    return new BoundFieldAction(rule.technique.id, run, inverse, technique.inverseBatch?.bind(technique), false);
   }
-  return new BoundFieldAction(run, technique.forward.bind(technique), technique.forwardBatch?.bind(technique), rule.technique.removesField);
+  return new BoundFieldAction(rule.technique.id, run, technique.forward.bind(technique), technique.forwardBatch?.bind(technique), rule.technique.removesField);
 }
 
 function notProtectable(run: RunState): DpgError {
@@ -291,6 +323,7 @@ class LazyKind implements BoundKind {
 
   constructor(
     readonly kind: DetectKind,
+    readonly techniqueId: string,
     readonly removes: boolean,
     private readonly bind: () => BoundRule,
   ) {}

@@ -29,6 +29,8 @@ import { walkSteps } from '../techniques/pseudonymise/detected/walk-steps.ts';
 /** How one detected kind is handled in this request. */
 export interface BoundKind {
   readonly kind: DetectKind;
+  /** The rule's technique id (for the metrics; binding it is not needed to name it). */
+  readonly techniqueId: string;
   readonly technique: BoundTechnique;
   /** Restrict: a whole value is removed, a span inside text becomes the restricted text. */
   readonly removes: boolean;
@@ -84,11 +86,16 @@ export class ContentFieldAction implements FieldAction {
     this.anyRemoves = (mode === 'forward' || mode === 'pseudonymise') && [...kinds.values()].some((k) => k.removes);
   }
 
+  /** The technique id of the rule for `kind` in this request. */
+  techniqueOf(kind: DetectKind): string | undefined {
+    return this.kinds.get(kind)?.techniqueId;
+  }
+
   removes(value: unknown): boolean {
     if (!this.anyRemoves || (typeof value !== 'string' && typeof value !== 'number')) return false;
     const kind = this.scanner.wholeKind(String(value));
     if (kind === undefined || !this.kinds.get(kind)!.removes) return false;
-    this.run.summary.protected++;
+    this.run.detectedDone(kind);
     return true;
   }
 
@@ -454,7 +461,7 @@ export class ContentFieldAction implements FieldAction {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
       throw err;
     }
-    this.run.summary.protected++;
+    this.run.detectedDone(kind);
     return out;
   }
 
@@ -510,7 +517,7 @@ export class ContentFieldAction implements FieldAction {
       if (!inverse) continue;
       try {
         const out = inverse(token);
-        this.run.summary.protected++;
+        this.run.detectedDone(bound.kind);
         return out;
       } catch (err) {
         if (!(err instanceof ValueError)) throw err;
@@ -557,7 +564,7 @@ class PersonalNameAction implements FieldAction {
   ) {}
 
   removes(_value: unknown, location?: string | (() => string)): boolean {
-    if (this.removedByRule) this.run.summary.protected++;
+    if (this.removedByRule) this.run.detectedDone(this.kind);
     else {
       const where = location === undefined ? WITHHELD : typeof location === 'string' ? location : location();
       // The codec's location may hold the name (a plain-looking IBAN key is a "safe" name): withhold it.

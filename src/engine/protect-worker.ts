@@ -7,6 +7,7 @@ import { DpgError, toDpgError } from '../core/errors.ts';
 import { engineFromSeed, type WorkerSeed } from './worker-seed.ts';
 import type { WorkerAnswer, WorkerReply } from './worker-pool.ts';
 import { runTask, type WorkerTask } from './worker-tasks.ts';
+import { takeNews } from './tally.ts';
 
 const engine = engineFromSeed(workerData as WorkerSeed);
 // Tests only (NODE_ENV=test and DPG_TEST_WORKER_FAULT set): a marker in the data makes this worker
@@ -40,9 +41,12 @@ async function run(task: { readonly id: number } & WorkerTask): Promise<void> {
   try {
     if (faults) injectFault(task);
     const outcome = await runTask(engine, task, ask);
-    reply = { id: task.id, ok: true, value: outcome.value };
+    // What this task counted for the metrics rides along (tally.ts); a failed task counts nothing.
+    const tally = takeNews();
+    reply = { id: task.id, ok: true, value: outcome.value, ...(tally ? { tally } : {}) };
     transfer = outcome.transfer;
   } catch (err) {
+    takeNews();
     // Only our own errors keep their detail (toDpgError): a foreign message may quote payload data.
     const e = toDpgError(err);
     const causeName = e === err ? undefined : err instanceof Error ? err.name : typeof err;

@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads';
 import { DpgError, type ValueFailure } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ErrorCode } from '../core/errors.ts';
+import { addNews, type TallyNews } from './tally.ts';
 
 /** What a worker's start may take, whatever the task budget: loading and compiling on a busy machine. */
 const START_BUDGET_MS = 30_000;
@@ -30,7 +31,8 @@ export interface WorkerPoolOptions {
 
 /** What a worker answers for one task. */
 export type WorkerReply =
-  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  /** `tally`: what the task counted for the metrics (tally.ts). */
+  | { readonly id: number; readonly ok: true; readonly value: unknown; readonly tally?: TallyNews }
   /** Mid-task: the worker needs the main thread's word (RunOptions.onAsk) before it goes on. */
   | { readonly id: number; readonly ask: unknown }
   | {
@@ -82,6 +84,38 @@ interface Slot {
   gone?: boolean;
 }
 
+/** Every pool made in this process that may still hold workers or tasks (a reload makes a new one). */
+const pools = new Set<WorkerPool>();
+/** Since the process started, over every pool: for the metrics. */
+const lifetime = { started: 0, lost: 0, tasks: 0 };
+
+/** What the worker-pool metrics read at scrape time (core/metrics.ts). */
+export interface WorkerPoolStats {
+  /** Workers alive now, and of them those running a task. */
+  readonly workers: number;
+  readonly busy: number;
+  /** Tasks waiting for a worker. */
+  readonly queued: number;
+  /** Workers started; workers lost (crashed, overran or stopped with a task: WORKER_FAILED); tasks answered. */
+  readonly started: number;
+  readonly lost: number;
+  readonly tasks: number;
+}
+
+export function workerPoolStats(): WorkerPoolStats {
+  let workers = 0;
+  let busy = 0;
+  let queued = 0;
+  for (const pool of pools) {
+    const s = pool.load();
+    if (s.closing && s.workers === 0 && s.queued === 0) pools.delete(pool);
+    workers += s.workers;
+    busy += s.busy;
+    queued += s.queued;
+  }
+  return { workers, busy, queued, ...lifetime };
+}
+
 export class WorkerPool {
   private readonly slots = new Set<Slot>();
   private readonly queue: Task[] = [];
@@ -90,7 +124,16 @@ export class WorkerPool {
   /** Workers started since the pool was made (tests and metrics read it). */
   started = 0;
 
-  constructor(private readonly options: WorkerPoolOptions) {}
+  constructor(private readonly options: WorkerPoolOptions) {
+    pools.add(this);
+  }
+
+  /** Workers alive, busy, and tasks waiting: read by workerPoolStats. */
+  load(): { workers: number; busy: number; queued: number; closing: boolean } {
+    let busy = 0;
+    for (const slot of this.slots) if (slot.task) busy++;
+    return { workers: this.slots.size, busy, queued: this.queue.length, closing: this.closing };
+  }
 
   /** Workers alive now (busy or idle). */
   get size(): number {
@@ -142,6 +185,7 @@ export class WorkerPool {
     const slot: Slot = { worker };
     this.slots.add(slot);
     this.started++;
+    lifetime.started++;
     this.options.logger?.info({ workers: this.slots.size }, 'protection worker started');
     worker.on('message', (reply: WorkerReply | { readonly ready: true }) => this.settle(slot, reply));
     // An uncaught error (or running out of heap) ends the worker: its task fails closed. The error's
@@ -184,8 +228,12 @@ export class WorkerPool {
     clearTimeout(slot.timer);
     slot.task = undefined;
     slot.worker.unref();
+    lifetime.tasks++;
     if (task.askError !== undefined) task.reject(task.askError);
-    else if (reply.ok) task.resolve(reply.value);
+    else if (reply.ok) {
+      if (reply.tally !== undefined) addNews(reply.tally);
+      task.resolve(reply.value);
+    }
     else {
       // The doors log an INTERNAL error's cause by name: keep the worker's, without a message.
       const cause = reply.causeName === undefined ? undefined : Object.assign(new Error(''), { name: reply.causeName });
@@ -241,6 +289,7 @@ export class WorkerPool {
     clearTimeout(slot.idleTimer);
     const task = slot.task;
     slot.task = undefined;
+    if (task) lifetime.lost++;
     task?.reject(new DpgError('WORKER_FAILED', detail));
   }
 }

@@ -105,7 +105,7 @@ export function startReloader(deps: ReloaderDeps): Reloader {
       if (deps.door) await deps.door.reconfigure(next, commit);
       else commit();
     } catch (err) {
-      void built.engine.close();
+      built.engine.close().catch(() => undefined);
       return refuse(trigger, problemsOf(err, config.file));
     }
     metrics.observeReload('success');
@@ -114,7 +114,9 @@ export function startReloader(deps: ReloaderDeps): Reloader {
     if (restartNeeded.length > 0) logger.warn({ settings: restartNeeded }, 'config reload: these settings changed but take effect only after a restart; the running values stay');
     logger.info({ trigger, generation: next.id, manifests: next.engine.manifestNames() }, 'config reloaded');
     rewatch(config);
-    void previous.retire();
+    // Closing the old engine stops its workers once its last request ends; a failure there must not
+    // become an unhandled rejection (which ends the process), only a log line.
+    previous.retire().catch((err: unknown) => logger.warn({ generation: previous.id, error: (err as Error)?.name ?? typeof err }, 'config reload: closing the previous engine failed'));
     return true;
   };
 

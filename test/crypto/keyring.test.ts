@@ -2,7 +2,7 @@
 
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hkdfSync, randomBytes } from 'node:crypto';
@@ -193,6 +193,12 @@ describe('Keyring sources', () => {
       kubeletWrite(join(dir, 'secret'), { 'keys.yaml': yamlText }, mode);
       assert.match(configProblems(() => loadKeyringFile(join(dir, 'secret', 'keys.yaml'))).problems[0]!.message, /permissions/);
     }
+    // The kubelet writes as root: the same layout owned by another user is no Secret volume.
+    if (process.getuid?.() === 0) {
+      kubeletWrite(join(dir, 'secret'), { 'keys.yaml': yamlText }, 0o444);
+      chownSync(join(dir, 'secret', 'keys.yaml'), 65534, 65534);
+      assert.match(configProblems(() => loadKeyringFile(join(dir, 'secret', 'keys.yaml'))).problems[0]!.message, /permissions \(0444\)/);
+    } else console.log('SKIPPED: the look-alike Secret volume owned by another user needs root to chown');
     // The same mode outside such a volume (a plain file, or a symlink to one) is refused.
     writeFileSync(join(dir, 'plain.yaml'), yamlText, { mode: 0o444 });
     chmodSync(join(dir, 'plain.yaml'), 0o444);

@@ -126,7 +126,7 @@ describe('every metric the rules and the dashboard query exists in a real gatewa
     });
     const token = await tokenFor(serve.base, { id: 'demo-client', secret: 'demo-secret' });
     const headers = { 'x-resource-token': token };
-    assert.equal((await postJson(serve.base, '/api/protect', { manifestName: 'customer', jobType: 'Mask', dataSet: { cardNumber: '4111 1111 1111 1111' } }, headers)).status, 200);
+    assert.equal((await postJson(serve.base, '/api/protect', { manifestName: 'customer', jobType: 'Mask', dataSet: { cardNumber: '4111 1111 1111 1111', notes: 'call +1 415-555-0132' } }, headers)).status, 200);
     assert.equal((await postJson(serve.base, '/api/protect', { manifestName: 'nope', jobType: 'Mask', dataSet: {} }, headers)).status, 404);
     // Through the reverse listener, so a routed request is counted by route.
     const proxied = await request(`http://127.0.0.1:${serve.ports['proxy-reverse']}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"cardNumber":"4111 1111 1111 1111"}' });
