@@ -255,6 +255,11 @@ export interface WorkersConfig {
   readonly timeoutMs: number;
   /** An idle worker is stopped after this long, so an idle sidecar holds none. Default 30,000. */
   readonly idleMs: number;
+  /**
+   * Nice value (0-19) each worker thread gives itself on Linux, so the event loop wins a contended
+   * core. Absent or 0: the event loop's priority. Default 10.
+   */
+  readonly nice?: number;
 }
 
 /**
