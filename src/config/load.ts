@@ -439,6 +439,7 @@ function overloadOf(value: unknown): OverloadConfig {
     maxRequestsInFlight: int(value.maxRequestsInFlight, d.maxRequestsInFlight),
     maxBytesInFlight: int(value.maxBytesInFlight, d.maxBytesInFlight),
     maxEventLoopDelayMs: int(value.maxEventLoopDelayMs, d.maxEventLoopDelayMs),
+    maxEventLoopLagMs: int(value.maxEventLoopLagMs, d.maxEventLoopLagMs ?? 0),
     maxEventLoopUtilization: int(value.maxEventLoopUtilization, d.maxEventLoopUtilization ?? 1),
     retryAfterSeconds: int(value.retryAfterSeconds, d.retryAfterSeconds),
   };
