@@ -32,6 +32,12 @@ const HOLD_MS = 1000;
 const UTILISATION_WEIGHT = 0.1;
 /** The lag guard reads the median lateness of this many samples (one second). */
 const LAG_WINDOW = 10;
+/**
+ * The lag guard sheds only while the loop is also busy at least this share of the time: a late
+ * loop that is mostly idle is being kept off the CPU by other processes, not queueing requests, and
+ * refusing work would not make it any faster.
+ */
+const LAG_BUSY_FLOOR = 0.8;
 
 /** What the sampler saw in one interval: how late its timer fired, and the loop's busy share (0-1). */
 export interface LoopSample {
@@ -44,11 +50,12 @@ export interface LoopSample {
  * - Stall (maxEventLoopDelayMs): a loop late by a second twice in a row already fails probes, and
  *   work accepted right after a stall only lengthens the queue; timers run before I/O callbacks in
  *   each loop turn, so the late sample is seen before the backlog is admitted.
- * - Queueing (maxEventLoopLagMs): the median lateness over the last second. A timer due during a
- *   turn fires when the turn ends, so its lateness is a fair draw from how long turns take — and a
- *   turn is as long as the work that was waiting when it began. A loop that keeps up, however busy,
- *   runs short turns; one that falls behind finds more sockets ready each turn and its turns grow.
- *   The median ignores one long turn (a GC pause, one inline parse) that the stall guard judges.
+ * - Queueing (maxEventLoopLagMs): the median lateness over the last second, while the loop is busy
+ *   (LAG_BUSY_FLOOR). A timer due during a turn fires when the turn ends, so its lateness is a fair
+ *   draw from how long turns take — and a turn is as long as the work that was waiting when it
+ *   began. A loop that keeps up, however busy, runs short turns; one that falls behind finds more
+ *   sockets ready each turn and its turns grow. The median ignores one long turn (a GC pause, one
+ *   inline parse) that the stall guard judges.
  * - Utilisation (maxEventLoopUtilization, opt-in): a loop busy nearly all the time. Measured at
  *   half the capacity on 2 cores it tripped with latency fine, so it is off unless set.
  */
@@ -90,7 +97,7 @@ export class LoopGuard {
     const { maxEventLoopLagMs: maxLag = 0, maxEventLoopUtilization: maxUtilisation = 1 } = this.config;
     return (
       this.now() < this.lateUntil ||
-      (maxLag > 0 && this.recent.length >= LAG_WINDOW && this.lagMs > maxLag) ||
+      (maxLag > 0 && this.recent.length >= LAG_WINDOW && this.lagMs > maxLag && this.utilisation >= LAG_BUSY_FLOOR) ||
       (maxUtilisation < 1 && this.utilisation > maxUtilisation)
     );
   }
