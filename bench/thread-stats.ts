@@ -1,7 +1,8 @@
 // Per-thread CPU and scheduling figures of a process, from /proc/<pid>/task/<tid>/{stat,schedstat}:
 // what can be counted on a busy machine where wall-clock latency means little. The event loop is the
-// thread whose TID is the PID; protection workers are the threads with a nice value of their own
-// (limits.workers.nice); the rest are V8's platform threads (GC helpers, compilers) and libuv's pool.
+// thread whose TID is the PID; with limits.workers.nice above 0 the protection workers and the
+// helper threads the pool lowered with them (V8's platform threads: GC, compilers; libuv's pool) are
+// the threads at a nice value above 0; with nice 0 all of those count as "others".
 
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -44,13 +45,15 @@ export interface ThreadGroup {
   threads: number;
 }
 
-/** CPU and run-queue wait between two samples, as event loop / protection workers (niced) / other threads. */
-export function threadSplit(pid: number, before: readonly ThreadSample[], after: readonly ThreadSample[]): Record<'loop' | 'workers' | 'others', ThreadGroup> {
-  const groups = { loop: empty(), workers: empty(), others: empty() };
+export type ThreadSplit = Record<'loop' | 'lowered' | 'others', ThreadGroup>;
+
+/** CPU and run-queue wait between two samples: the event loop, the lowered threads (nice > 0), the rest. */
+export function threadSplit(pid: number, before: readonly ThreadSample[], after: readonly ThreadSample[]): ThreadSplit {
+  const groups = { loop: empty(), lowered: empty(), others: empty() };
   const earlier = new Map(before.map((t) => [t.tid, t]));
   for (const t of after) {
     const b = earlier.get(t.tid);
-    const g = t.tid === pid ? groups.loop : t.nice > 0 ? groups.workers : groups.others;
+    const g = t.tid === pid ? groups.loop : t.nice > 0 ? groups.lowered : groups.others;
     g.cpu += t.cpu - (b?.cpu ?? 0);
     g.run += t.run - (b?.run ?? 0);
     g.wait += t.wait - (b?.wait ?? 0);
@@ -63,9 +66,12 @@ function empty(): ThreadGroup {
   return { cpu: 0, run: 0, wait: 0, threads: 0 };
 }
 
-/** One line per group: CPU seconds, and run-queue wait per second of CPU (how long the thread waited for a core). */
-export function formatSplit(split: Record<'loop' | 'workers' | 'others', ThreadGroup>): string {
+/**
+ * One part per group: CPU seconds, run-queue wait (runnable but without a core), and that wait per
+ * second on a CPU — the event loop's figure is what the light requests pay for a contended core.
+ */
+export function formatSplit(split: ThreadSplit): string {
   return (Object.entries(split) as [string, ThreadGroup][])
-    .map(([name, g]) => `${name} ${g.cpu.toFixed(2)} s CPU, waited ${(g.wait * 1000).toFixed(0)} ms for a core (${g.run > 0 ? ((g.wait / g.run) * 1000).toFixed(0) : '–'} ms per CPU-s)`)
+    .map(([name, g]) => `${name} (${g.threads}) ${g.cpu.toFixed(2)} s CPU, waited ${(g.wait * 1000).toFixed(0)} ms for a core (${g.run > 0 ? ((g.wait / g.run) * 1000).toFixed(0) : '–'} ms per CPU-s)`)
     .join('; ');
 }
