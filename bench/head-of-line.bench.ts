@@ -6,11 +6,13 @@
 // (everything inline, as before workers), the default pool, and — with BENCH_BASE=<checkout with
 // dist/ built> — another build's default pool, side by side. The light load is open-loop (sends
 // follow the clock, latency from each send), run by a driver process in the namespace.
-// Also: the heavy documents' own throughput per mode, and the gateway's RSS idle, busy and after
-// the worker is reaped.
+// Also: the heavy documents' own throughput per mode, the gateway's RSS idle, busy and after the
+// worker is reaped, and per thread group (event loop, threads lowered by limits.workers.nice, the
+// rest) the CPU used and the time spent runnable without a core (/proc/<pid>/task/*/schedstat):
+// counted figures that hold on a busy machine, where wall-clock ratios do not.
 //   npm run bench -- head-of-line            (root, iptables; 3–7 minutes per mode at full size, by machine load)
 //   BENCH_SCALE=0.2 …  (heavy documents at a fifth of the size)   BENCH_RATE=40 … (light req/s per door)
-//   BENCH_MODES=workers,inline,base …  (which modes, in that order)
+//   BENCH_MODES=workers,nice0,inline,base …  (which modes, in that order; default nice0,workers)
 //   BENCH_GATEWAY_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/x' …  (node flags for the gateway, e.g. a profile of its threads)
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { buildDist } from '../scripts/build.mjs';
 import { oneKilobyteJson } from './open-loop.ts';
+import { formatSplit, sampleThreads, threadSplit, type ThreadSplit } from './thread-stats.ts';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -29,7 +32,7 @@ const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const RATE = Number(process.env.BENCH_RATE ?? 20);
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
 const BASE = process.env.BENCH_BASE;
-const MODES = (process.env.BENCH_MODES ?? `inline,workers${BASE ? ',base' : ''}`).split(',');
+const MODES = (process.env.BENCH_MODES ?? `nice0,workers${BASE ? ',base' : ''}`).split(',');
 const MiB = 1024 * 1024;
 const HOST = 'api.bench.test';
 const HOST_ADDRESS = '198.51.100.10';
@@ -92,6 +95,8 @@ interface DriverResult {
   readonly rss: { idle: number; busy: number; afterReap: number };
   /** CPU seconds of the main thread and of the whole process while the heavy documents ran alone (no light load), and that phase's wall time. */
   readonly alone: { main: number; all: number; wall: number };
+  /** Per thread group, while the heavy documents ran alone and while they ran beside the light load. */
+  readonly threads: { readonly alone: ThreadSplit; readonly loaded: ThreadSplit };
 }
 
 /** CPU seconds (user + system) of the gateway's main thread (its TID is its PID) and of the whole process. */
@@ -201,27 +206,31 @@ async function drive(gatewayPid: number): Promise<void> {
   };
   // The heavy documents alone first: what they cost the main thread, with nothing else to count.
   const c0 = cpuSeconds(gatewayPid);
+  const s0 = sampleThreads(gatewayPid);
   const t0 = performance.now();
   await Promise.all(HEAVY.map((h) => sendHeavy(h)()));
   const c1 = cpuSeconds(gatewayPid);
+  const threadsAlone = threadSplit(gatewayPid, s0, sampleThreads(gatewayPid));
   const alone = { main: c1.main - c0.main, all: c1.all - c0.all, wall: (performance.now() - t0) / 1000 };
   const idle = await lightLoad(doors, () => true, IDLE_MS);
   let pending: number = HEAVY.length;
   let rssBusy = 0;
   const heavy: DriverResult['heavy'] = [];
   const watch = setInterval(() => (rssBusy = Math.max(rssBusy, rssMb(gatewayPid))), 250);
+  const s1 = sampleThreads(gatewayPid);
   const heavyRuns = HEAVY.map(async (h) => {
     heavy.push(await sendHeavy(h)());
     pending--;
   });
   const loaded = await lightLoad(doors, () => pending === 0, 3000);
   await Promise.all(heavyRuns);
+  const threadsLoaded = threadSplit(gatewayPid, s1, sampleThreads(gatewayPid));
   clearInterval(watch);
   // After idleMs (3 s here) the workers are reaped: the RSS an idle sidecar returns to.
   await new Promise((r) => setTimeout(r, 5000));
   const rssAfter = rssMb(gatewayPid);
   await Promise.all(doors.map((d) => d.pool.close()));
-  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, alone };
+  const result: DriverResult = { idle, loaded, heavy, rss: { idle: rssIdle, busy: rssBusy, afterReap: rssAfter }, alone, threads: { alone: threadsAlone, loaded: threadsLoaded } };
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
@@ -260,7 +269,8 @@ async function orchestrate(): Promise<void> {
   await buildDist({ quiet: true });
   const MODE_SETUP: Record<string, { root: string; workers: string; label: string }> = {
     inline: { root: ROOT, workers: '{ max: 0 }', label: 'this build, inline (limits.workers.max: 0)' },
-    workers: { root: ROOT, workers: '{ idleMs: 3000 }', label: 'this build, workers (defaults)' },
+    workers: { root: ROOT, workers: '{ idleMs: 3000 }', label: 'this build, workers (defaults: limits.workers.nice 10)' },
+    nice0: { root: ROOT, workers: '{ idleMs: 3000, nice: 0 }', label: 'this build, workers at the event loop priority (limits.workers.nice: 0)' },
     ...(BASE ? { base: { root: BASE, workers: '{ idleMs: 3000 }', label: `base build ${BASE}, workers (defaults)` } } : {}),
   };
   const HEAVY = heavyDocuments();
@@ -337,6 +347,10 @@ function report(results: { label: string; r: DriverResult; load: [string, string
       `  heavy documents alone (no light load): ${(a.wall).toFixed(1)} s; CPU of the main thread ${a.main.toFixed(2)} s (${((a.main / total) * 1000).toFixed(0)} ms per MB), ` +
         `of the other threads (workers, GC helpers) ${(a.all - a.main).toFixed(2)} s; ${(total / a.all).toFixed(2)} MB per CPU second`,
     );
+    if (r.threads) {
+      console.log(`  threads, heavy alone:  ${formatSplit(r.threads.alone)}`);
+      console.log(`  threads, heavy + light: ${formatSplit(r.threads.loaded)}`);
+    }
   }
 }
 

@@ -48,7 +48,7 @@ export const DEFAULT_DATA_DIR_NAME = '.dpg';
  * up to which a document is protected on the event loop: ~4 ms of Mask JSON on the reference machine.
  */
 export function defaultWorkers(cores = availableParallelism()): WorkersConfig {
-  return { max: Math.max(1, Math.min(2, cores - 1)), inlineBytes: 32 * 1024, timeoutMs: 120_000, idleMs: 30_000 };
+  return { max: Math.max(1, Math.min(2, cores - 1)), inlineBytes: 32 * 1024, timeoutMs: 120_000, idleMs: 30_000, nice: 10 };
 }
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** A mapping of the config as the schema left it (defaults filled in); values of a bad file may have any type. */
@@ -439,6 +439,7 @@ function overloadOf(value: unknown): OverloadConfig {
     maxRequestsInFlight: int(value.maxRequestsInFlight, d.maxRequestsInFlight),
     maxBytesInFlight: int(value.maxBytesInFlight, d.maxBytesInFlight),
     maxEventLoopDelayMs: int(value.maxEventLoopDelayMs, d.maxEventLoopDelayMs),
+    maxEventLoopLagMs: int(value.maxEventLoopLagMs, d.maxEventLoopLagMs ?? 0),
     maxEventLoopUtilization: int(value.maxEventLoopUtilization, d.maxEventLoopUtilization ?? 1),
     retryAfterSeconds: int(value.retryAfterSeconds, d.retryAfterSeconds),
   };
@@ -447,7 +448,13 @@ function overloadOf(value: unknown): OverloadConfig {
 function workersOf(value: unknown): WorkersConfig {
   const d = defaultWorkers();
   if (!isRaw(value)) return d;
-  return { max: int(value.max, d.max), inlineBytes: int(value.inlineBytes, d.inlineBytes), timeoutMs: int(value.timeoutMs, d.timeoutMs), idleMs: int(value.idleMs, d.idleMs) };
+  return {
+    max: int(value.max, d.max),
+    inlineBytes: int(value.inlineBytes, d.inlineBytes),
+    timeoutMs: int(value.timeoutMs, d.timeoutMs),
+    idleMs: int(value.idleMs, d.idleMs),
+    nice: int(value.nice, d.nice ?? 0),
+  };
 }
 
 /** The phase keys the file gave, as they are (the schema checked each one). */

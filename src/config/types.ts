@@ -237,8 +237,13 @@ export interface OverloadConfig {
   /** Event-loop lateness above which every door sheds for a second; 0 turns the guard off. Default 1000. */
   readonly maxEventLoopDelayMs: number;
   /**
+   * Median event-loop lateness over the last second (requests queueing) above which every door
+   * sheds; 0 turns the guard off; absent (configs built in code): off. Default 50.
+   */
+  readonly maxEventLoopLagMs?: number;
+  /**
    * Share of time (0-1) the event loop may be busy, averaged over about a second; above it every
-   * door sheds. 1 turns this guard off; absent (configs built in code): off. Default 0.95.
+   * door sheds, even while it keeps up (opt-in). 1 turns this guard off; absent: off. Default 1.
    */
   readonly maxEventLoopUtilization?: number;
   /** The Retry-After answered with a shed request, in seconds. Default 1. */
@@ -255,6 +260,11 @@ export interface WorkersConfig {
   readonly timeoutMs: number;
   /** An idle worker is stopped after this long, so an idle sidecar holds none. Default 30,000. */
   readonly idleMs: number;
+  /**
+   * Nice value (0-19) each worker thread gives itself on Linux, so the event loop wins a contended
+   * core. Absent or 0: the event loop's priority. Default 10.
+   */
+  readonly nice?: number;
 }
 
 /**

@@ -14,7 +14,9 @@ export const DEFAULT_OVERLOAD: OverloadConfig = {
   maxRequestsInFlight: 256,
   maxBytesInFlight: 32 * 1024 * 1024,
   maxEventLoopDelayMs: 1000,
-  maxEventLoopUtilization: 0.95,
+  maxEventLoopLagMs: 50,
+  // Off: a loop busy all the time yet keeping up is no reason to refuse work (docs/operations.md#overload).
+  maxEventLoopUtilization: 1,
   retryAfterSeconds: 1,
 };
 
@@ -28,32 +30,95 @@ const SAMPLE_MS = 100;
 const HOLD_MS = 1000;
 /** Weight of the newest sample in the event-loop utilisation average (about one second at 100 ms samples). */
 const UTILISATION_WEIGHT = 0.1;
+/** The lag guard reads the median lateness of this many samples (one second). */
+const LAG_WINDOW = 10;
+/**
+ * The lag guard sheds only while the loop is also busy at least this share of the time: a late
+ * loop that is mostly idle is being kept off the CPU by other processes, not queueing requests, and
+ * refusing work would not make it any faster.
+ */
+const LAG_BUSY_FLOOR = 0.8;
+
+/** What the sampler saw in one interval: how late its timer fired, and the loop's busy share (0-1). */
+export interface LoopSample {
+  readonly lateMs: number;
+  readonly utilisation: number;
+}
 
 /**
- * Two signs that the event loop cannot keep up. Lateness: a stalled loop (a heavy body parsed
- * inline, a GC pause) makes every connection wait, and work accepted right after a stall only
- * lengthens the queue; timers run before I/O callbacks in each loop turn, so the late sample is seen
- * before the backlog is admitted. Utilisation: a loop busy all the time (more requests than CPU) is
- * never late by much per turn, yet requests wait unread in the kernel's socket buffers, where no
- * in-flight count sees them; answering them 503 costs far less than protecting them.
+ * Three signs that the event loop cannot keep up, each a bound of its own.
+ * - Stall (maxEventLoopDelayMs): a loop late by a second twice in a row already fails probes, and
+ *   work accepted right after a stall only lengthens the queue; timers run before I/O callbacks in
+ *   each loop turn, so the late sample is seen before the backlog is admitted.
+ * - Queueing (maxEventLoopLagMs): the median lateness over the last second, while the loop is busy
+ *   (LAG_BUSY_FLOOR). A timer due during a turn fires when the turn ends, so its lateness is a fair
+ *   draw from how long turns take — and a turn is as long as the work that was waiting when it
+ *   began. A loop that keeps up, however busy, runs short turns; one that falls behind finds more
+ *   sockets ready each turn and its turns grow. The median ignores one long turn (a GC pause, one
+ *   inline parse) that the stall guard judges.
+ * - Utilisation (maxEventLoopUtilization, opt-in): a loop busy nearly all the time. Measured at
+ *   half the capacity on 2 cores it tripped with latency fine, so it is off unless set.
  */
-class LoopDelay {
-  private expected = 0;
+export class LoopGuard {
   private lateUntil = -Infinity;
   private lastLate = false;
+  private readonly recent: number[] = [];
   /** The last sample's lateness in ms (for the gauge). */
   lastMs = 0;
+  /** Median lateness of the last second's samples, in ms. */
+  lagMs = 0;
   /** Average share of time the loop was busy (0-1), over about the last second. */
   utilisation = 0;
-  private elu = performance.eventLoopUtilization();
-  private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly maxMs: number,
-    private readonly maxUtilisation: number,
+    private readonly config: Pick<OverloadConfig, 'maxEventLoopDelayMs' | 'maxEventLoopLagMs' | 'maxEventLoopUtilization'>,
+    private readonly now: () => number,
+  ) {}
+
+  /** Whether any loop guard is on (else no sampler runs). */
+  get enabled(): boolean {
+    const c = this.config;
+    return c.maxEventLoopDelayMs > 0 || (c.maxEventLoopLagMs ?? 0) > 0 || (c.maxEventLoopUtilization ?? 1) < 1;
+  }
+
+  record(sample: LoopSample): void {
+    const { maxEventLoopDelayMs: maxMs } = this.config;
+    this.lastMs = sample.lateMs;
+    const late = maxMs > 0 && sample.lateMs > maxMs;
+    if (late && this.lastLate) this.lateUntil = this.now() + HOLD_MS;
+    this.lastLate = late;
+    this.recent.push(sample.lateMs);
+    if (this.recent.length > LAG_WINDOW) this.recent.shift();
+    this.lagMs = median(this.recent);
+    this.utilisation += UTILISATION_WEIGHT * (sample.utilisation - this.utilisation);
+  }
+
+  late(): boolean {
+    const { maxEventLoopLagMs: maxLag = 0, maxEventLoopUtilization: maxUtilisation = 1 } = this.config;
+    return (
+      this.now() < this.lateUntil ||
+      (maxLag > 0 && this.recent.length >= LAG_WINDOW && this.lagMs > maxLag && this.utilisation >= LAG_BUSY_FLOOR) ||
+      (maxUtilisation < 1 && this.utilisation > maxUtilisation)
+    );
+  }
+}
+
+function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length === 0 ? 0 : s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Samples the event loop every SAMPLE_MS into a LoopGuard (unref'd: it never keeps the process alive). */
+class LoopSampler {
+  private expected: number;
+  private elu = performance.eventLoopUtilization();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly guard: LoopGuard,
     private readonly now: () => number,
   ) {
-    if (maxMs <= 0 && maxUtilisation >= 1) return;
     this.expected = now() + SAMPLE_MS;
     this.timer = setInterval(() => this.sample(), SAMPLE_MS);
     this.timer.unref();
@@ -61,23 +126,16 @@ class LoopDelay {
 
   private sample(): void {
     const t = this.now();
-    this.lastMs = Math.max(0, t - this.expected);
+    const lateMs = Math.max(0, t - this.expected);
     this.expected = t + SAMPLE_MS;
-    const late = this.maxMs > 0 && this.lastMs > this.maxMs;
-    if (late && this.lastLate) this.lateUntil = t + HOLD_MS;
-    this.lastLate = late;
     const elu = performance.eventLoopUtilization();
     const window = performance.eventLoopUtilization(elu, this.elu);
     this.elu = elu;
-    this.utilisation += UTILISATION_WEIGHT * (window.utilization - this.utilisation);
-  }
-
-  late(): boolean {
-    return this.now() < this.lateUntil || (this.maxUtilisation < 1 && this.utilisation > this.maxUtilisation);
+    this.guard.record({ lateMs, utilisation: window.utilization });
   }
 
   close(): void {
-    if (this.timer) clearInterval(this.timer);
+    clearInterval(this.timer);
   }
 }
 
@@ -163,18 +221,24 @@ export interface OverloadHooks {
   /** Called for every request or connection refused (metrics, a rate-limited log line). */
   readonly onShed?: (door: OverloadDoor, reason: ShedReason) => void;
   readonly now?: () => number;
+  /** false: no sampling timer; the caller feeds Overload.loop.record() (tests, with a stubbed clock). */
+  readonly sampler?: false;
 }
 
 /** The gates of every door and the event-loop guard they share. */
 export class Overload {
   private readonly gates = new Map<OverloadDoor, DoorGate>();
-  private readonly loop: LoopDelay;
+  /** The event-loop guards' state (its record() is the sampler's input). */
+  readonly loop: LoopGuard;
+  private readonly sampler: LoopSampler | undefined;
 
   constructor(
     readonly config: OverloadConfig,
     private readonly hooks: OverloadHooks = {},
   ) {
-    this.loop = new LoopDelay(config.maxEventLoopDelayMs, config.maxEventLoopUtilization ?? 1, hooks.now ?? (() => performance.now()));
+    const now = hooks.now ?? (() => performance.now());
+    this.loop = new LoopGuard(config, now);
+    this.sampler = hooks.sampler !== false && this.loop.enabled ? new LoopSampler(this.loop, now) : undefined;
   }
 
   gate(door: OverloadDoor): DoorGate {
@@ -219,14 +283,14 @@ export class Overload {
   }
 
   close(): void {
-    this.loop.close();
+    this.sampler?.close();
   }
 }
 
 function describe(reason: ShedReason): string {
   if (reason === 'requests') return 'requests in flight at limits.overload.maxRequestsInFlight';
   if (reason === 'bytes') return 'request bytes in flight at limits.overload.maxBytesInFlight';
-  return 'event loop delay above limits.overload.maxEventLoopDelayMs or its utilisation above maxEventLoopUtilization';
+  return 'event loop late (limits.overload.maxEventLoopDelayMs, maxEventLoopLagMs or maxEventLoopUtilization)';
 }
 
 /** The catalogue error a shed request is answered with (503 / UNAVAILABLE). Names the bound, never the request. */

@@ -157,13 +157,15 @@ export class ProtectionEngine implements Engine {
       max: w.max,
       timeoutMs: w.timeoutMs,
       idleMs: w.idleMs,
+      ...(w.nice ? { nice: w.nice } : {}),
       workerData: this.seed(),
       ...(this.options.logger ? { logger: this.options.logger } : {}),
     }));
   }
 
   private seed(): WorkerSeed {
-    return { manifestsDir: this.options.manifestsDir, sources: this.sources, keyring: keyringDocument(this.options.keyring), limits: this.limits };
+    const nice = this.limits.workers?.nice;
+    return { manifestsDir: this.options.manifestsDir, sources: this.sources, keyring: keyringDocument(this.options.keyring), limits: this.limits, ...(nice ? { nice } : {}) };
   }
 
   protectRows(job: JobSpec, labels: readonly string[], rows: readonly (readonly string[])[], cellType: CellType): RowsResult {

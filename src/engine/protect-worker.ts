@@ -8,7 +8,10 @@ import { engineFromSeed, type WorkerSeed } from './worker-seed.ts';
 import type { WorkerAnswer, WorkerReply } from './worker-pool.ts';
 import { runTask, type WorkerTask } from './worker-tasks.ts';
 import { takeNews } from './tally.ts';
+import { lowerWorkerThread } from './worker-priority.ts';
 
+// Before the manifests are compiled (most of a worker's start): the event loop wins a contended core.
+lowerWorkerThread((workerData as WorkerSeed).nice);
 const engine = engineFromSeed(workerData as WorkerSeed);
 // Tests only (NODE_ENV=test and DPG_TEST_WORKER_FAULT set): a marker in the data makes this worker
 // crash or hang, so the pool's fail-closed paths can be driven through a real gateway.

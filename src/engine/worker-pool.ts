@@ -13,6 +13,7 @@ import { DpgError, type ValueFailure } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ErrorCode } from '../core/errors.ts';
 import { addNews, type TallyNews } from './tally.ts';
+import { lowerHelperThreads } from './worker-priority.ts';
 
 /** What a worker's start may take, whatever the task budget: loading and compiling on a busy machine. */
 const START_BUDGET_MS = 30_000;
@@ -26,6 +27,11 @@ export interface WorkerPoolOptions {
   readonly idleMs: number;
   /** Given to every worker at start (structured clone; holds key material: never logged). */
   readonly workerData: unknown;
+  /**
+   * The nice value the workers take (the seed tells them); at each start the pool gives it to the
+   * process's other helper threads too, the event loop excepted (worker-priority.ts). 0: none.
+   */
+  readonly nice?: number;
   readonly logger?: Logger;
 }
 
@@ -178,6 +184,7 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
+    lowerHelperThreads(this.options.nice);
     const worker = new Worker(workerEntry(), {
       workerData: this.options.workerData,
       execArgv: loaderArgs(),
@@ -219,6 +226,8 @@ export class WorkerPool {
   private settle(slot: Slot, reply: WorkerReply | { readonly ready: true }): void {
     if ('ready' in reply) {
       slot.ready = true;
+      // Threads started with the worker (a module loader's, under --import) are lowered too.
+      lowerHelperThreads(this.options.nice);
       if (!slot.gone && slot.task) this.startBudget(slot);
       return;
     }

@@ -14,6 +14,8 @@ export interface WorkerSeed {
   /** The keyring as a key document (Keyring.fromDocument's input). */
   readonly keyring: unknown;
   readonly limits: EngineLimits;
+  /** The nice value the worker's thread takes first (limits.workers.nice; worker-priority.ts). */
+  readonly nice?: number;
 }
 
 /** The key document that rebuilds `keyring` exactly: ids, versions, dates and material. */

@@ -57,16 +57,16 @@ describe('config loader', () => {
   it('limits.workers: defaults from the core count; each key validated with its line', () => {
     const shipped = loadConfig({ file: 'config/gateway.yaml', env: {} }).config!.limits.workers!;
     assert.deepEqual(shipped, defaultWorkers());
-    assert.deepEqual(defaultWorkers(2), { max: 1, inlineBytes: 32768, timeoutMs: 120000, idleMs: 30000 }, 'one worker on 2 cores');
+    assert.deepEqual(defaultWorkers(2), { max: 1, inlineBytes: 32768, timeoutMs: 120000, idleMs: 30000, nice: 10 }, 'one worker on 2 cores');
     assert.equal(defaultWorkers(1).max, 1);
     assert.equal(defaultWorkers(16).max, 2);
-    const set = loadConfig({ file: withConfig('limits:\n  workers: { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0 }\n'), env: {} });
+    const set = loadConfig({ file: withConfig('limits:\n  workers: { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0, nice: 0 }\n'), env: {} });
     assert.deepEqual(set.problems, []);
-    assert.deepEqual(set.config!.limits.workers, { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0 });
-    const bad = loadConfig({ file: withConfig('limits:\n  workers:\n    max: -1\n    timeoutMs: 5\n    idleMs: soon\n    threads: 4\n'), env: {} });
+    assert.deepEqual(set.config!.limits.workers, { max: 0, inlineBytes: 1024, timeoutMs: 500, idleMs: 0, nice: 0 });
+    const bad = loadConfig({ file: withConfig('limits:\n  workers:\n    max: -1\n    timeoutMs: 5\n    idleMs: soon\n    threads: 4\n    nice: 20\n'), env: {} });
     assert.deepEqual(
       bad.problems.map((p) => `${p.line} ${p.path}`).sort(),
-      ['3 limits.workers.max', '4 limits.workers.timeoutMs', '5 limits.workers.idleMs', '6 limits.workers.threads'].sort(),
+      ['3 limits.workers.max', '4 limits.workers.timeoutMs', '5 limits.workers.idleMs', '6 limits.workers.threads', '7 limits.workers.nice'].sort(),
     );
   });
 

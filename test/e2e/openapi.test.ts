@@ -263,7 +263,7 @@ test('/file/protect: CSV successes and every documented error', async () => {
 
 test('over an overload bound: 503 OVERLOADED with Retry-After on the token endpoint, /api/protect and /file/protect', async () => {
   // One request in flight is the bound; a request whose body never comes holds it.
-  const overload = new Overload({ ...DEFAULT_OVERLOAD, maxRequestsInFlight: 1, maxEventLoopDelayMs: 0, maxEventLoopUtilization: 1 });
+  const overload = new Overload({ ...DEFAULT_OVERLOAD, maxRequestsInFlight: 1, maxEventLoopDelayMs: 0, maxEventLoopLagMs: 0, maxEventLoopUtilization: 1 });
   const busy = await startTestGateway({ overload });
   // A token first (nothing is in flight yet): unauthenticated, the held request would be answered at once.
   const token = await tokenFor(busy.base, CLIENTS.full);

@@ -120,7 +120,7 @@ describe('overload shedding, whole process', () => {
       .replace('listen: 127.0.0.1:15001', 'listen: 127.0.0.1:0')
       .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
       .replace('  reverse: []', `  reverse:\n    - { listen: 127.0.0.1:0, upstream: "http://127.0.0.1:${upstream.port}" }`)
-      .replace('limits:\n', `limits:\n  overload: { maxRequestsInFlight: ${MAX_REQUESTS}, maxBytesInFlight: ${MAX_BYTES}, maxEventLoopDelayMs: 0, retryAfterSeconds: 2 }\n`)
+      .replace('limits:\n', `limits:\n  overload: { maxRequestsInFlight: ${MAX_REQUESTS}, maxBytesInFlight: ${MAX_BYTES}, maxEventLoopDelayMs: 0, maxEventLoopLagMs: 0, retryAfterSeconds: 2 }\n`)
       .concat(`\nadmin:\n  listen: 127.0.0.1:${adminPort}\n`);
     const file = join(dir, 'gateway.yaml');
     writeFileSync(file, config);

@@ -1,0 +1,55 @@
+// Issue 18, head of line: the event loop wins a contended core. A protection worker's thread takes
+// limits.workers.nice as it starts and the pool gives the process's other helper threads (V8's
+// platform threads, libuv's pool) the same, while the event loop's thread keeps nice 0. Counted from
+// /proc/self/task/<tid>/stat (field 19), which is per thread on Linux.
+
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { getPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureDevKeyring, loadKeyringFile } from '../../src/crypto/keyring.ts';
+import { createEngine } from '../../src/engine/engine.ts';
+import type { JobSpec } from '../../src/core/types.ts';
+import { lowerHelperThreads, lowerWorkerThread, threadNice } from '../../src/engine/worker-priority.ts';
+
+const MANIFESTS = fileURLToPath(new URL('../../config/manifests', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'dpg-worker-priority-'));
+const keyring = loadKeyringFile(ensureDevKeyring(dir));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const job = { manifestName: 'customer', jobType: 'Mask', dataSetType: 'JSON', context: { requestId: 'r-1' } } as unknown as JobSpec;
+const document = JSON.stringify({ customers: Array.from({ length: 50 }, (_, i) => ({ name: `Jane Doe${i}`, email: `jane${i}@example.com` })) });
+const nices = (): Map<number, number> => new Map(readdirSync('/proc/self/task').map((t) => [Number(t), threadNice(t)]));
+const linux = process.platform === 'linux';
+
+describe('protection worker priority', () => {
+  it('does nothing off Linux, where the call would lower the whole process', () => {
+    assert.equal(lowerHelperThreads(10, 'darwin'), 0);
+    assert.equal(lowerWorkerThread(10, 'win32'), false);
+    assert.equal(lowerWorkerThread(10, 'linux'), false, 'never on the event loop');
+  });
+
+  it('with nice 0 lowers nothing', { skip: linux ? false : 'per-thread nice values are Linux only' }, () => {
+    assert.equal(lowerHelperThreads(0), 0);
+    assert.deepEqual([...nices().values()].filter((n) => n !== 0), []);
+  });
+
+  it('lowers the worker thread and the helper threads to limits.workers.nice, never the event loop', { skip: linux ? false : 'per-thread nice values are Linux only' }, async () => {
+    const engine = createEngine({ manifestsDir: MANIFESTS, keyring, limits: { workers: { max: 1, inlineBytes: 0, timeoutMs: 60_000, idleMs: 60_000, nice: 7 } } });
+    const before = nices();
+    const out = await engine.protectDocumentAsync(job, document);
+    assert.ok(!String(out.dataSet).includes('jane1@example.com'));
+    assert.equal(engine.workerStats().alive, 1);
+    const now = nices();
+    const started = [...now.keys()].filter((tid) => !before.has(tid));
+    assert.ok(started.length >= 1, 'the worker thread started');
+    // The worker's own thread (started after the pool lowered the others) lowered itself.
+    assert.deepEqual(started.map((tid) => now.get(tid)), started.map(() => 7));
+    assert.equal(now.get(process.pid), 0, 'the event loop keeps its priority');
+    assert.equal(getPriority(0), 0);
+    assert.deepEqual([...now].filter(([tid, n]) => tid !== process.pid && n !== 7), [], 'every other thread at 7');
+    await engine.close();
+  });
+});
