@@ -1,7 +1,7 @@
 // A route phase's GrpcPhase (contract.ts): for each call, the method's message type in this
 // direction (request or response), the phase's job, and a MessageStream protecting each message.
 
-import { PassThrough, type Transform } from 'node:stream';
+import { Transform } from 'node:stream';
 import { DpgError } from '../../core/errors.ts';
 import type { JobSpec } from '../../core/types.ts';
 import type { Engine, PreparedJob } from '../../engine/types.ts';
@@ -36,9 +36,8 @@ export function grpcPhase(options: GrpcPhaseOptions): GrpcPhase {
       const method = methods.get(call.path);
       if (method === undefined) {
         // The route matched the call, but its descriptors do not describe it: nothing can be read.
-        const refused = new PassThrough();
-        process.nextTick(() => refused.destroy(new GrpcCallError(GRPC_STATUS.UNIMPLEMENTED, "the route's descriptors define no method at this path")));
-        return refused;
+        const refusal = () => new GrpcCallError(GRPC_STATUS.UNIMPLEMENTED, "the route's descriptors define no method at this path");
+        return new Transform({ transform: (_chunk, _enc, done) => done(refusal()), flush: (done) => done(refusal()) });
       }
       const plan = direction === 'request' ? method.request : method.response;
       let prepared: PreparedJob | undefined;

@@ -74,15 +74,17 @@ function valueField(
 /**
  * A map field read from a descriptor set arrives as a repeated `XxxEntry` message nested in the
  * field's type (protobufjs sets the map_entry option on the wrong type when converting): told by its
- * shape — a nested type named after the field, with exactly `key = 1` and `value = 2`.
+ * shape — a nested type named after the field, with exactly `key = 1` and `value = 2`. (Taken for
+ * a plain repeated message, it would still be read right: only the names values go by differ.)
  */
 function mapEntryOf(f: Protobuf.Field, type: Protobuf.Type, parent: Protobuf.Type): { key: Protobuf.Field; value: Protobuf.Field } | undefined {
-  if (!f.repeated || type.parent !== parent || !type.name.endsWith('Entry')) return undefined;
+  if (!f.repeated || type.parent !== parent) return undefined;
   const fields = type.fieldsArray;
   if (fields.length !== 2) return undefined;
   const key = type.fieldsById[1];
   const value = type.fieldsById[2];
   if (!key || !value || key.name !== 'key' || value.name !== 'value' || key.repeated || value.repeated) return undefined;
-  const expected = `${f.name.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()).replace(/^./, (c) => c.toUpperCase())}Entry`;
-  return type.name === expected ? { key, value } : undefined;
+  // protoc names it `CardsByIdEntry` for `cards_by_id`; protobufjs's own descriptors `Cards_by_id`.
+  const bare = (name: string): string => name.replace(/_/g, '').toLowerCase();
+  return bare(type.name.replace(/Entry$/, '')) === bare(f.name) ? { key, value } : undefined;
 }
