@@ -10,6 +10,7 @@
 // message field covers every field beneath it; map values are named by their key, like JSON object
 // members. Detection by content reads string fields only.
 
+import { isUtf8 } from 'node:buffer';
 import { isSafeName, WITHHELD } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type FieldAction, type FieldResolver } from '../../formats/codec.ts';
@@ -72,7 +73,6 @@ interface Drop {
 type Item = Slot | Node | Drop;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function pathOf(trail: readonly Step[], last: string): string {
   let p = '$';
@@ -91,7 +91,13 @@ function locationOf(trail: readonly Step[], last: string, index: number | undefi
 class MessageReader {
   private readonly usesPaths: boolean;
   private readonly trail: Step[] = [];
+  /** A copy of `trail` for the slots of one message (they share it); dropped when the trail moves. */
+  private snapshot: readonly Step[] | undefined;
   readonly slots: Slot[] = [];
+  /** The field being read, for `location` (one function for all fields, no closure each). */
+  private locName = '';
+  private locIndex: number | undefined;
+  private readonly location = (): string => locationOf(this.trail, this.locName, this.locIndex);
 
   constructor(
     private readonly buf: Buffer,
@@ -99,6 +105,20 @@ class MessageReader {
     private readonly maxDepth: number,
   ) {
     this.usesPaths = resolver.usesPaths;
+  }
+
+  private push(step: Step): void {
+    this.trail.push(step);
+    this.snapshot = undefined;
+  }
+
+  private pop(): void {
+    this.trail.pop();
+    this.snapshot = undefined;
+  }
+
+  private trailCopy(): readonly Step[] {
+    return (this.snapshot ??= this.trail.slice());
   }
 
   /** The items of the message in [start, end), in wire order. */
@@ -151,11 +171,11 @@ class MessageReader {
         if (entry === 'drop') return { type: 'drop', start: fieldStart, end };
         items = entry;
       } else {
-        this.trail.push(field.name);
-        if (index !== undefined) this.trail.push(index);
+        this.push(field.name);
+        if (index !== undefined) this.push(index);
         items = this.message(headerEnd, end, field.message!, action, depth + 1);
-        if (index !== undefined) this.trail.pop();
-        this.trail.pop();
+        if (index !== undefined) this.pop();
+        this.pop();
       }
       if (items === undefined) return undefined;
       return { type: 'node', start: fieldStart, tagEnd, headerEnd, end, items };
@@ -177,7 +197,9 @@ class MessageReader {
       r.skip(wireTypeOf(kind), 0, 0);
       return undefined;
     }
-    const location = () => locationOf(this.trail, name, index);
+    this.locName = name;
+    this.locIndex = index;
+    const location = this.location;
     let value: Scalar;
     if (kind === 'string') {
       const end = r.lenEnd();
@@ -197,7 +219,7 @@ class MessageReader {
     if (action.removes(value, location)) return { type: 'drop', start: fieldStart, end: r.pos };
     const slot: Slot = {
       type: 'slot', start: fieldStart, tagEnd, end: r.pos, kind, action, values: [value], elementStarts: undefined, removed: undefined,
-      trail: this.trail.slice(), name, index, out: undefined,
+      trail: this.trailCopy(), name, index, out: undefined,
     };
     this.slots.push(slot);
     return slot;
@@ -237,7 +259,7 @@ class MessageReader {
     if (field.kind === 'enum') throw new FieldTypeError(`${locationOf(this.trail, field.name, index)} is of type enum; a manifest rule applies to it but enum fields cannot be protected (Restrict can remove them)`);
     const slot: Slot = {
       type: 'slot', start: fieldStart, tagEnd, end, kind: numeric, action, values, elementStarts: starts, removed,
-      trail: this.trail.slice(), name: field.name, index, out: undefined,
+      trail: this.trailCopy(), name: field.name, index, out: undefined,
     };
     this.slots.push(slot);
     return slot;
@@ -269,7 +291,7 @@ class MessageReader {
         r.pos = e;
       } else key = String(readNumeric(map.key as NumericKind, r));
     }
-    this.trail.push(field.name);
+    this.push(field.name);
     try {
       const own = this.resolver.resolve(key, this.usesPaths ? pathOf(this.trail, key) : undefined);
       const action = innerAction(own, mapAction);
@@ -290,7 +312,7 @@ class MessageReader {
       }
       return items;
     } finally {
-      this.trail.pop();
+      this.pop();
     }
   }
 }
@@ -304,11 +326,10 @@ function safeField(name: string): string {
 }
 
 function decodeText(buf: Buffer, start: number, end: number, location: () => string): string {
-  try {
-    return utf8.decode(buf.subarray(start, end));
-  } catch {
-    throw new WireError(`${location()} is not valid UTF-8`);
-  }
+  const text = buf.toString('utf8', start, end);
+  // A replacement character is either sent as such or stands for invalid bytes: only then check.
+  if (text.includes('\uFFFD') && !isUtf8(buf.subarray(start, end))) throw new WireError(`${location()} is not valid UTF-8`);
+  return text;
 }
 
 /** Protects every slot: one applyBatch per action (FF1 then runs once per message, not once per value). */
