@@ -262,3 +262,27 @@ test('grpc-js encodes the same bytes the tests use (a real client library)', asy
   const { out } = await runCall(mask, frame(bytes));
   assert.deepEqual(decode(only(out)), { name: 'J*** D**', cards: [{ card_number: '**** **** **** 1111' }], attributes: { k: 'v' } });
 });
+
+test('map keys are never rewritten: a key that is detected personal data ends the call, or in silent mode goes with its entry', async () => {
+  const input = frame(encode({ attributes: { 'jane.doe@example.com': 'gold', tier: 'silver' } }));
+  const strict = await runCall(mask, input);
+  assert.equal(strict.error?.status, 9);
+  assert.equal(strict.error!.grpcMessage, 'message 1: 1 value(s) could not be processed');
+  assert.equal(strict.out.length, 0);
+  const silent = await runCall(shopPhase(engine, { manifest: 'customer', jobType: 'Mask', silentMode: true }), input);
+  assert.equal(silent.error, undefined);
+  assert.deepEqual(decode(only(silent.out)), { attributes: { tier: 'silver' } });
+});
+
+test('unpacked repeated numerics (proto2 style) are read one by one; a key after its value is still the key', async () => {
+  const rules = shopPhase(testManifests, { manifest: 'grpc-test', jobType: 'Restrict' });
+  // scores (6) as two separate varint fields, then name; Restrict removes every score.
+  const unpacked = Buffer.from([0x30, 0x01, 0x30, 0x02, 0x0a, 0x01, 0x41]);
+  const r = await runCall(rules, frame(unpacked));
+  assert.deepEqual(only(r.out), Buffer.from([0x0a, 0x01, 0x41]));
+  // attributes (3) entry written value first: { 2: "a.b@example.com", 1: "email" }
+  const value = Buffer.from('a.b@example.com');
+  const entry = Buffer.concat([Buffer.from([0x12, value.length]), value, Buffer.from([0x0a, 0x05]), Buffer.from('email')]);
+  const m = await runCall(mask, frame(Buffer.concat([Buffer.from([0x1a, entry.length]), entry])));
+  assert.deepEqual(decode(only(m.out)), { attributes: { email: 'a***@example.com' } });
+});
