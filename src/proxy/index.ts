@@ -13,7 +13,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProxyConfig, ProxyRoute, ReverseListener } from '../config/types.ts';
-import { DpgError } from '../core/errors.ts';
+import { DpgError, StartupError } from '../core/errors.ts';
 import { admitRequest } from '../core/admit-request.ts';
 import { overloadedError, type DoorGate, type Overload } from '../core/overload.ts';
 import type { Logger } from '../core/logger.ts';
@@ -135,13 +135,17 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
   return { table: compileRoutes(normalised, aliases), phases };
 }
 
-/** The gRPC methods a route's `grpc` block and `match.path` select; a start-up error naming the route otherwise. */
+/**
+ * The gRPC methods a route's `grpc` block and `match.path` select; otherwise a StartupError naming
+ * the route (and the .proto file and line): `dpg serve` prints it, a reload logs it and keeps the routes it has.
+ */
 function grpcMethodsOf(route: ProxyRoute): ReadonlyMap<string, GrpcMethodPlan> {
   const covers = route.match.path === undefined ? () => true : compilePathMatch(route.match.path, route.match.pathMatch ?? 'lenient');
   try {
     return loadGrpcMethods(route.grpc!, covers);
   } catch (err) {
-    throw new Error(`proxy.routes[${route.name}].grpc: ${(err as Error).message}`, { cause: err });
+    // Descriptors hold no payload: their loader's message is safe to show.
+    throw new StartupError(`proxy.routes[${route.name}].grpc: ${(err as Error).message}`, { cause: err });
   }
 }
 
