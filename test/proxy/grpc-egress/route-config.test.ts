@@ -58,5 +58,5 @@ test('config problems of the grpc block carry file and line; a path matching no 
   assert.ok(neither.problems.some((p) => p.path === 'proxy.routes[0].grpc' && /needs protoFiles or descriptorSet/.test(p.message)), JSON.stringify(neither.problems));
 
   const { config } = loadConfig({ file: configWith(ROUTE.replace('/shop.v1.Customers/*', '/shop.v1.Orders/*')), env: {} });
-  assert.throws(() => compileRouteSet(config!.proxy.routes, testEngine(join(FIXTURES, 'manifests'))), /^Error: proxy\.routes\[shop\]\.grpc: match\.path matches none of the 2 method\(s\)/);
+  assert.throws(() => compileRouteSet(config!.proxy.routes, testEngine(join(FIXTURES, 'manifests'))), /^StartupError: proxy\.routes\[shop\]\.grpc: match\.path matches none of the 2 method\(s\)/);
 });
