@@ -94,6 +94,8 @@ class MessageReader {
   /** A copy of `trail` for the slots of one message (they share it); dropped when the trail moves. */
   private snapshot: readonly Step[] | undefined;
   readonly slots: Slot[] = [];
+  /** Whether any field is removed whole (Restrict, a personal map key). */
+  dropped = false;
   /** The field being read, for `location` (one function for all fields, no closure each). */
   private locName = '';
   private locIndex: number | undefined;
@@ -148,7 +150,10 @@ class MessageReader {
       const own = this.resolver.resolve(field.name, this.usesPaths ? pathOf(this.trail, field.name) : undefined);
       const action = innerAction(own, inherited);
       const item = this.field(r, field, wt, fieldStart, action, index, depth);
-      if (item !== undefined) (items ??= []).push(item);
+      if (item !== undefined) {
+        (items ??= []).push(item);
+        if (item.type === 'drop') this.dropped = true;
+      }
       if (field.repeated && item !== undefined && item.type === 'slot' && item.elementStarts !== undefined) {
         counts!.set(n, index! + item.values.length);
       }
@@ -358,6 +363,12 @@ function protectSlots(slots: readonly Slot[]): void {
   }
 }
 
+function unchanged(slot: Slot): boolean {
+  const out = slot.out!;
+  for (let k = 0; k < out.length; k++) if (slot.removed?.[k] === true || !Object.is(out[k], slot.values[k])) return false;
+  return true;
+}
+
 function where(slot: Slot, k: number): string {
   const index = slot.index === undefined ? undefined : slot.index + k;
   return locationOf(slot.trail, slot.name, index);
@@ -457,6 +468,8 @@ export function protectMessage(buf: Buffer, plan: MessagePlan, resolver: FieldRe
   const items = reader.message(0, buf.length, plan, undefined, 1);
   if (items === undefined) return buf;
   protectSlots(reader.slots);
+  // Detection read strings and found nothing: the very same bytes go on (a compressed message too).
+  if (!reader.dropped && reader.slots.every(unchanged)) return buf;
   const chunks: Buffer[] = [];
   const length = render(buf, 0, buf.length, items, chunks);
   return Buffer.concat(chunks, length);

@@ -173,7 +173,7 @@ test('gzip and deflate messages are decompressed, protected and compressed again
   assert.equal(m!.flag, 1);
   assert.equal(decode(gunzipSync(m!.message)).name, 'J*** D**');
   // Nothing changed: the client's compressed bytes go on as they were.
-  const plain = frame(gzipSync(encode({ scores: [1] })), 1);
+  const plain = frame(gzipSync(encode({ scores: [1], notes: 'detection reads this and finds nothing' })), 1);
   assert.deepEqual((await runCall(mask, plain, { encoding: 'gzip' })).out, plain);
 
   const snappy = await runCall(mask, input, { encoding: 'snappy' });
