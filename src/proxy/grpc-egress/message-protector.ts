@@ -51,6 +51,8 @@ interface Slot {
   /** Index of the first value (repeated fields), for locations. */
   readonly index: number | undefined;
   out: Scalar[] | undefined;
+  /** Set by `measure`: what the field is written as. */
+  bytes?: Buffer[];
 }
 
 /** A nested message holding changes; its length is rewritten. */
@@ -61,6 +63,8 @@ interface Node {
   readonly headerEnd: number;
   readonly end: number;
   readonly items: Item[];
+  /** Set by `measure`: the new length prefix, or undefined when the length did not change. */
+  header?: Buffer | undefined;
 }
 
 /** A field removed whole (Restrict). */
@@ -374,38 +378,44 @@ function where(slot: Slot, k: number): string {
   return locationOf(slot.trail, slot.name, index);
 }
 
-/** The bytes of [from, to) with the items applied. */
-function render(buf: Buffer, from: number, to: number, items: readonly Item[], chunks: Buffer[]): number {
-  let cursor = from;
-  let length = 0;
-  const keep = (a: number, b: number): void => {
-    if (b > a) {
-      chunks.push(buf.subarray(a, b));
-      length += b - a;
-    }
-  };
+/**
+ * The length of [from, to) once the items are applied. Nodes keep their new length prefix (none
+ * when the length did not change), slots the bytes they write: `write` then copies without measuring.
+ */
+function measure(buf: Buffer, from: number, to: number, items: readonly Item[]): number {
+  let length = to - from;
   for (const item of items) {
-    keep(cursor, item.start);
+    length -= item.end - item.start;
+    if (item.type === 'drop') continue;
+    if (item.type === 'node') {
+      const inner = measure(buf, item.headerEnd, item.end, item.items);
+      item.header = inner === item.end - item.headerEnd ? undefined : lengthVarint(inner);
+      length += (item.header === undefined ? item.headerEnd - item.start : item.tagEnd - item.start + item.header.length) + inner;
+    } else {
+      item.bytes = [];
+      length += renderSlot(buf, item, item.bytes);
+    }
+  }
+  return length;
+}
+
+/** Writes [from, to) with the items applied (measured first) into `target` at `at`; returns where it ended. */
+function write(target: Buffer, at: number, buf: Buffer, from: number, to: number, items: readonly Item[]): number {
+  let cursor = from;
+  for (const item of items) {
+    at += buf.copy(target, at, cursor, item.start);
     cursor = item.end;
     if (item.type === 'drop') continue;
     if (item.type === 'node') {
-      const inner: Buffer[] = [];
-      const innerLength = render(buf, item.headerEnd, item.end, item.items, inner);
-      if (innerLength === item.end - item.headerEnd) keep(item.start, item.headerEnd);
+      if (item.header === undefined) at += buf.copy(target, at, item.start, item.headerEnd);
       else {
-        keep(item.start, item.tagEnd);
-        const prefix = lengthVarint(innerLength);
-        chunks.push(prefix);
-        length += prefix.length;
+        at += buf.copy(target, at, item.start, item.tagEnd);
+        at += item.header.copy(target, at);
       }
-      for (const c of inner) chunks.push(c);
-      length += innerLength;
-      continue;
-    }
-    length += renderSlot(buf, item, chunks);
+      at = write(target, at, buf, item.headerEnd, item.end, item.items);
+    } else for (const chunk of item.bytes!) at += chunk.copy(target, at);
   }
-  keep(cursor, to);
-  return length;
+  return at + buf.copy(target, at, cursor, to);
 }
 
 function renderSlot(buf: Buffer, slot: Slot, chunks: Buffer[]): number {
@@ -470,8 +480,9 @@ export function protectMessage(buf: Buffer, plan: MessagePlan, resolver: FieldRe
   protectSlots(reader.slots);
   // Detection read strings and found nothing: the very same bytes go on (a compressed message too).
   if (!reader.dropped && reader.slots.every(unchanged)) return buf;
-  const chunks: Buffer[] = [];
-  const length = render(buf, 0, buf.length, items, chunks);
-  return Buffer.concat(chunks, length);
+  const out = Buffer.allocUnsafe(measure(buf, 0, buf.length, items));
+  // Every byte of the unzeroed buffer is written, or the message is not sent at all.
+  if (write(out, 0, buf, 0, buf.length, items) !== out.length) throw new Error('protected message length mismatch');
+  return out;
 }
 
