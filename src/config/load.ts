@@ -402,6 +402,7 @@ class SectionReader {
       return undefined;
     }
     if (f.descriptorSet !== undefined) {
+      if (f.includeDirs !== undefined) this.at(...at('includeDirs')).problem('is for protoFiles; a descriptor set holds its imports');
       const descriptorSet = this.existingPath(f.descriptorSet, 'file', ...at('descriptorSet'));
       return descriptorSet === undefined ? undefined : { descriptorSet };
     }

@@ -54,6 +54,9 @@ test('config problems of the grpc block carry file and line; a path matching no 
   const both = loadConfig({ file: configWith(ROUTE.replace('includeDirs: [protos/include]', 'descriptorSet: protos/shop.proto')), env: {} });
   assert.deepEqual(both.problems.map((p) => [p.path, p.message]), [['proxy.routes[0].grpc.descriptorSet', 'give protoFiles or descriptorSet, not both']]);
 
+  const setWithDirs = loadConfig({ file: configWith(ROUTE.replace('protoFiles: [protos/shop.proto]', 'descriptorSet: protos/shop.proto')), env: {} });
+  assert.deepEqual(setWithDirs.problems.map((p) => [p.line, p.path, p.message]), [[8, 'proxy.routes[0].grpc.includeDirs', 'is for protoFiles; a descriptor set holds its imports']]);
+
   const neither = loadConfig({ file: configWith(ROUTE.replace('protoFiles: [protos/shop.proto]', 'includeDirs: [protos]').replace('        includeDirs: [protos/include]\n', '')), env: {} });
   assert.ok(neither.problems.some((p) => p.path === 'proxy.routes[0].grpc' && /needs protoFiles or descriptorSet/.test(p.message)), JSON.stringify(neither.problems));
 
