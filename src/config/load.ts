@@ -28,6 +28,7 @@ import type {
   OverloadConfig,
   ProxyConfig,
   ProxyRoute,
+  RouteGrpc,
   PseudonymScopeConfig,
   ReverseListener,
   RouteMatch,
@@ -393,6 +394,24 @@ class SectionReader {
     };
   }
 
+  /** A route's `grpc` block: its files must exist (their content is read when the routes are compiled). */
+  private routeGrpc(f: Raw, i: number): RouteGrpc | undefined {
+    const at = (...rest: (string | number)[]) => ['proxy', 'routes', i, 'grpc', ...rest];
+    if (f.protoFiles !== undefined && f.descriptorSet !== undefined) {
+      this.at(...at('descriptorSet')).problem('give protoFiles or descriptorSet, not both');
+      return undefined;
+    }
+    if (f.descriptorSet !== undefined) {
+      if (f.includeDirs !== undefined) this.at(...at('includeDirs')).problem('is for protoFiles; a descriptor set holds its imports');
+      const descriptorSet = this.existingPath(f.descriptorSet, 'file', ...at('descriptorSet'));
+      return descriptorSet === undefined ? undefined : { descriptorSet };
+    }
+    const protoFiles = list(f.protoFiles).map((p, k) => this.existingPath(p, 'file', ...at('protoFiles', k)));
+    const includeDirs = list(f.includeDirs).map((p, k) => this.existingPath(p, 'directory', ...at('includeDirs', k)));
+    if (protoFiles.length === 0 || [...protoFiles, ...includeDirs].includes(undefined)) return undefined;
+    return { protoFiles: protoFiles as string[], ...(includeDirs.length > 0 ? { includeDirs: includeDirs as string[] } : {}) };
+  }
+
   private route(f: Raw, i: number): ProxyRoute | undefined {
     const name = text(f.name);
     let match: RouteMatch = {};
@@ -411,10 +430,12 @@ class SectionReader {
     }
     const request = isRaw(f.request) ? phaseOf(f.request) : undefined;
     const response = isRaw(f.response) ? phaseOf(f.response) : undefined;
+    const grpc = isRaw(f.grpc) ? this.routeGrpc(f.grpc, i) : undefined;
     if (!name) return undefined;
     return {
       name,
       match,
+      ...(grpc ? { grpc } : {}),
       ...(request ? { request } : {}),
       ...(response ? { response } : {}),
       onError: f.onError === 'passthrough' ? 'passthrough' : 'reject',

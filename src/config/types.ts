@@ -140,9 +140,21 @@ export interface RoutePhase {
   readonly queryParams?: readonly string[];
 }
 
+/**
+ * A route's gRPC message types (docs/grpc-egress.md): `.proto` files (with the directories their
+ * imports are looked up in) or a descriptor set (a serialised FileDescriptorSet); paths absolute.
+ */
+export interface RouteGrpc {
+  readonly protoFiles?: readonly string[];
+  readonly includeDirs?: readonly string[];
+  readonly descriptorSet?: string;
+}
+
 export interface ProxyRoute {
   readonly name: string;
   readonly match: RouteMatch;
+  /** Present when the route protects the messages of gRPC calls (the methods `match.path` selects). */
+  readonly grpc?: RouteGrpc;
   readonly request?: RoutePhase;
   readonly response?: RoutePhase;
   /** Default `reject`: fail closed. */

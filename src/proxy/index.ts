@@ -13,12 +13,13 @@ import { readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProxyConfig, ProxyRoute, ReverseListener } from '../config/types.ts';
-import { DpgError } from '../core/errors.ts';
+import { DpgError, StartupError } from '../core/errors.ts';
 import { admitRequest } from '../core/admit-request.ts';
 import { overloadedError, type DoorGate, type Overload } from '../core/overload.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { Engine } from '../engine/types.ts';
+import type { JobSpec } from '../core/types.ts';
 import { caToCreate, loadOrCreateCa } from '../crypto/gateway-ca.ts';
 import { loadX509 } from '../crypto/x509.ts';
 import { LeafCertificates } from './forwarding/ca.ts';
@@ -29,7 +30,10 @@ import { compilePhase, type CompiledPhase } from './exchange/phase.ts';
 import { problemOf, sendProblem, sendProblemOnSocket } from './problem.ts';
 import { forwardTarget, reverseBase, reverseTarget, tunnelTarget, type TargetReading } from './reading/request-target.ts';
 import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost } from './reading/route-host-addresses.ts';
-import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/routes.ts';
+import { canonicalHost, compilePathMatch, compileRoutes, isValidHostPattern } from './reading/routes.ts';
+import { grpcPhase } from './grpc-egress/grpc-phase.ts';
+import { loadProtoLibrary } from './grpc-egress/proto-library.ts';
+import { loadGrpcMethods, type GrpcMethodPlan } from './grpc-egress/route-descriptors.ts';
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
 import { drainTunnels } from './forwarding/tunnel-drain.ts';
@@ -109,9 +113,11 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
     if (route.match.host !== undefined && !isValidHostPattern(route.match.host)) {
       throw new Error(`proxy.routes[${route.name}].match.host: must be a host name, an IP address, *.name or *`);
     }
-    const compile = (phase: NonNullable<ProxyRoute['request']>, which: string): CompiledPhase => {
+    const methods = route.grpc ? grpcMethodsOf(route) : undefined;
+    const compile = (phase: NonNullable<ProxyRoute['request']>, which: 'request' | 'response'): CompiledPhase => {
       try {
-        const compiled = compilePhase(phase, engine);
+        const grpc = methods && ((job: (requestId: string) => JobSpec) => grpcPhase({ methods, direction: which, job, engine, maxMessageBytes: route.maxBodyBytes }));
+        const compiled = compilePhase(phase, engine, grpc);
         if (!engine.hasManifest(compiled.manifest)) {
           logger?.warn({ route: route.name, manifest: compiled.manifest }, `proxy: route ${which} phase names an unknown manifest; its requests will fail`);
         }
@@ -127,6 +133,20 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
     });
   }
   return { table: compileRoutes(normalised, aliases), phases };
+}
+
+/**
+ * The gRPC methods a route's `grpc` block and `match.path` select; otherwise a StartupError naming
+ * the route (and the .proto file and line): `dpg serve` prints it, a reload logs it and keeps the routes it has.
+ */
+function grpcMethodsOf(route: ProxyRoute): ReadonlyMap<string, GrpcMethodPlan> {
+  const covers = route.match.path === undefined ? () => true : compilePathMatch(route.match.path, route.match.pathMatch ?? 'lenient');
+  try {
+    return loadGrpcMethods(route.grpc!, covers);
+  } catch (err) {
+    // Descriptors hold no payload: their loader's message is safe to show.
+    throw new StartupError(`proxy.routes[${route.name}].grpc: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /** The forward server on a Unix socket (a stale socket file of an earlier run is replaced); host is the path. */
@@ -191,6 +211,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   // The certificate library is loaded only when a certificate may be built: a leaf for a routed
   // host's intercepted TLS, or the CA on first start. A sidecar with no routes starts without it.
   if ((config.routes ?? []).length > 0 || caToCreate(config.ca, dataDir)) await loadX509();
+  if ((config.routes ?? []).some((r) => r.grpc)) await loadProtoLibrary();
   const maxConnections = config.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   /** Set when undici could not be loaded: nothing can reach an upstream until a restart. */
   let upstreamUnloadable = false;
@@ -538,6 +559,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const previous = routing;
     // Routes a reload adds intercept TLS at once: their leaves need the certificate library now.
     if ((next.config.routes ?? []).length > 0 || caToCreate(next.config.ca, dataDir)) await loadX509();
+    if ((next.config.routes ?? []).some((r) => r.grpc)) await loadProtoLibrary();
     const built = buildRouting(next.config, next.engine, next.hold ?? NO_HOLD, previous);
     const dropBuilt = (): void => {
       built.hostAddresses.close();

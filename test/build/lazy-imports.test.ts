@@ -53,7 +53,7 @@ test('dpg serve loads each door, identity and metrics only when the config turns
   const main = staticallyLoaded(outputOf('src/main.ts'));
   assert.deepEqual(libraries(main, ['@grpc/grpc-js', 'undici', 'jose', 'prom-client', 'busboy']), []);
   const proxy = staticallyLoaded(outputOf('src/proxy/index.ts'));
-  assert.deepEqual(libraries(proxy, ['@grpc/grpc-js', 'jose', 'prom-client', 'busboy', 'undici']), [], 'the sidecar profile (proxy only) loads no API door, and undici only with the first upstream request');
+  assert.deepEqual(libraries(proxy, ['@grpc/grpc-js', 'jose', 'prom-client', 'busboy', 'undici', 'protobufjs']), [], 'the sidecar profile (proxy only) loads no API door, undici only with the first upstream request, protobufjs only for gRPC routes');
   const admin = staticallyLoaded(outputOf('src/transport/http/admin-server.ts'));
   assert.deepEqual(libraries(admin, HEAVY), [], 'the admin listener is node:http only (the metrics registry is the caller\'s)');
   const grpc = staticallyLoaded(outputOf('src/transport/grpc/index.ts'));

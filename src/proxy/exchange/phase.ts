@@ -66,8 +66,9 @@ const EMPTY: PhaseOutcome = { dataSetType: undefined, valuesProtected: 0, values
 /**
  * Validates the phase's job fields once (parseJobRequest, the same rules as every door) and
  * returns the per-request protection functions. Throws DpgError INVALID_REQUEST on bad config.
+ * `grpc`: for a route with message types, builds the phase's GrpcPhase from its job.
  */
-export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
+export function compilePhase(phase: RoutePhase, engine: Engine, grpc?: (job: (requestId: string) => JobSpec) => GrpcPhase): CompiledPhase {
   const base = parseJobRequest(
     {
       manifestName: phase.manifest,
@@ -158,6 +159,8 @@ export function compilePhase(phase: RoutePhase, engine: Engine): CompiledPhase {
       }
       return { body: asBuffer(result.bytes), outcome: outcomeOf(kind, result.summary) };
     },
+
+    ...(grpc ? { grpc: grpc((requestId) => jobFor('JSON', requestId)) } : {}),
 
     protectQuery(query, requestId) {
       if (queryParams.size === 0 || query === '') return { query, valuesProtected: 0 };
