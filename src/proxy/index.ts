@@ -32,6 +32,7 @@ import { RouteHostAddresses, systemResolver, type HostAliases, type ResolveHost 
 import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/routes.ts';
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
+import { connectionOf, createH2Front } from './http2/h2-front.ts';
 import { drainTunnels } from './forwarding/tunnel-drain.ts';
 import { proxyHealthSocket } from '../core/health-socket.ts';
 import type { RunningTransparent, TransparentDeps } from './transparent/index.ts';
@@ -179,7 +180,7 @@ interface Routing {
   readonly exchange: Exchange;
   readonly hold: () => () => void;
   readonly pinTarget: (target: Target) => Promise<Target> | undefined;
-  readonly tunnelDeps: Omit<Parameters<typeof handleConnect>[0], 'interceptServer'>;
+  readonly tunnelDeps: Omit<Parameters<typeof handleConnect>[0], 'interceptServer' | 'interceptH2'>;
   readonly upgradeDeps: Parameters<typeof handleUpgrade>[0];
 }
 
@@ -327,7 +328,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const serveTarget = (r: Routing, req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
     // While shutting down, finish this exchange but end its keep-alive connection.
     if (shuttingDown) res.shouldKeepAlive = false;
-    const socket = req.socket;
+    const socket = connectionOf(req);
     const raw = rawOf(socket);
     inFlight.set(raw, (inFlight.get(raw) ?? 0) + 1);
     const leave = r.hold();
@@ -408,7 +409,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       sendProblemOnSocket(socket, problemOf(overloadedError('proxy', shed)), retryAfter);
       return;
     }
-    handleConnect({ ...routing.tunnelDeps, interceptServer }, req, socket, head);
+    handleConnect({ ...routing.tunnelDeps, interceptServer, interceptH2 }, req, socket, head);
   });
   forward.on('upgrade', onUpgrade(forward, (req) => forwardTarget(req.url ?? '')));
 
@@ -416,7 +417,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const interceptServer = createServer({ keepAliveTimeout: 30_000 });
   interceptServer.on('clientError', onClientError);
   const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
-    const tunnel = targets.get(req.socket);
+    const tunnel = targets.get(connectionOf(req));
     return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, routing.hostAddresses);
   };
   const onIntercepted = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
@@ -430,6 +431,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   interceptServer.on('request', onIntercepted(false));
   interceptServer.on('checkContinue', onIntercepted(true));
   interceptServer.on('upgrade', onUpgrade(interceptServer, interceptTarget));
+  // The same for intercepted TLS connections whose ALPN chose h2 (one request per stream).
+  const interceptH2 = createH2Front('https', { onRequest: (req, res) => onIntercepted(false)(req, res) });
 
   const servers: Server[] = [forward];
   // forward: off (DPG_PROXY_ADDR=off): no TCP forward listener, a way around capture; health on a Unix socket.

@@ -17,7 +17,7 @@ import type { ProxyRoute } from '../../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from '../reading/body-kind.ts';
 import { isDescriptorShortage } from '../forwarding/connection-limits.ts';
-import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
+import { carriesBody, endToEndHeaders, responseHeaders } from './headers.ts';
 import { overrideMethods } from '../reading/method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from '../problem.ts';
@@ -152,7 +152,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   /** Untouched streaming both ways, pooled keep-alive upstream. */
   function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
     const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
-    options.body = hasRequestBody(req.headers) ? req : null;
+    options.body = carriesBody(req) ? req : null;
     let bodiless = false;
     agent
       .stream(options, ({ statusCode, headers }) => {
@@ -195,7 +195,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         const declared = Number(req.headers['content-length']);
         if (declared > route.maxBodyBytes) throw new DpgError('PAYLOAD_TOO_LARGE', `The body is larger than the route's limit of ${route.maxBodyBytes} bytes`);
         // The whole body first: a client that stops halfway leaves nothing sent upstream.
-        const raw = hasRequestBody(req.headers) ? await readBody(req, route.maxBodyBytes) : Buffer.alloc(0);
+        const raw = carriesBody(req) ? await readBody(req, route.maxBodyBytes) : Buffer.alloc(0);
         const t0 = performance.now();
         try {
           const codings = parseContentEncoding(req.headers['content-encoding']);
@@ -237,7 +237,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         delete headers['content-length']; // undici sets it from the new body
         delete headers['transfer-encoding'];
       } else {
-        options.body = hasRequestBody(req.headers) ? req : null;
+        options.body = carriesBody(req) ? req : null;
       }
 
       const upstream = await agent.request(options);

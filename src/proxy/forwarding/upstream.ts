@@ -1,5 +1,5 @@
-// The connection pool to upstreams (one undici Agent: keep-alive pools per origin) and how its
-// failures read to the app: cannot connect → 502, no timely answer → 504.
+// The connection pool to upstreams (one undici Agent: keep-alive pools per origin, HTTP/2 where the
+// upstream offers it) and how its failures read to the app: cannot connect → 502, no timely answer → 504.
 
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
@@ -70,6 +70,8 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
         bodyTimeout: options.responseTimeoutMs,
         keepAliveTimeout: 30_000,
         pipelining: 1,
+        // HTTP/2 when the upstream's ALPN offers it (one multiplexed session per origin), else HTTP/1.1.
+        allowH2: true,
       });
       return agent;
     }, (err: unknown) => {
