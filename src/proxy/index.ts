@@ -33,6 +33,8 @@ import { canonicalHost, compileRoutes, isValidHostPattern } from './reading/rout
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
 import { connectionOf, createH2Front } from './http2/h2-front.ts';
+import { UpstreamSessions } from './http2/upstream-sessions.ts';
+import type { GrpcPhase } from './grpc-egress/contract.ts';
 import { drainTunnels } from './forwarding/tunnel-drain.ts';
 import { proxyHealthSocket } from '../core/health-socket.ts';
 import type { RunningTransparent, TransparentDeps } from './transparent/index.ts';
@@ -59,6 +61,11 @@ export interface ProxyDeps {
    * returns the function that leaves it. Absent: nothing is counted.
    */
   readonly hold?: () => () => void;
+  /**
+   * gRPC message protection for a route's phase (grpc-egress/contract.ts), beside what the route's
+   * config gives: tests of the HTTP/2 side supply their own transform here.
+   */
+  readonly grpcPhases?: (route: ProxyRoute, phase: 'request' | 'response') => GrpcPhase | undefined;
 }
 
 /** A later generation of the proxy's settings (a reload): its config, engine and generation hold. */
@@ -130,6 +137,20 @@ export function compileRouteSet(routes: readonly ProxyRoute[], engine: Engine, l
   return { table: compileRoutes(normalised, aliases), phases };
 }
 
+/** The route set with the gRPC phases `grpcPhases` gives (ProxyDeps.grpcPhases); the same set without it. */
+function withGrpcPhases(set: CompiledRouteSet, grpcPhases: ProxyDeps['grpcPhases']): CompiledRouteSet {
+  if (grpcPhases === undefined) return set;
+  const phases = new Map<ProxyRoute, { request?: CompiledPhase; response?: CompiledPhase }>();
+  for (const [route, { request, response }] of set.phases) {
+    const add = (phase: CompiledPhase | undefined, which: 'request' | 'response'): CompiledPhase | undefined => {
+      const grpc = phase && grpcPhases(route, which);
+      return grpc === undefined ? phase : { ...phase!, grpc };
+    };
+    phases.set(route, { request: add(request, 'request'), response: add(response, 'response') });
+  }
+  return { table: set.table, phases };
+}
+
 /** The forward server on a Unix socket (a stale socket file of an earlier run is replaced); host is the path. */
 function listenHealthSocket(server: Server, path: string): Promise<{ host: string; port: number }> {
   rmSync(path, { force: true });
@@ -177,6 +198,8 @@ interface Routing {
   readonly agent: Agent;
   /** The upstream settings `agent` was made with: an equal key reuses it (its pooled connections). */
   readonly agentKey: string;
+  /** HTTP/2 sessions to upstreams for gRPC calls; made and kept with `agent`. */
+  readonly sessions: UpstreamSessions;
   readonly exchange: Exchange;
   readonly hold: () => () => void;
   readonly pinTarget: (target: Target) => Promise<Target> | undefined;
@@ -222,6 +245,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const roots = upstreamRoots(c.upstreamCa);
     const agentKey = JSON.stringify([connectTimeoutMs, responseTimeoutMs, roots ?? null]);
     const agent = previous?.agentKey === agentKey ? previous.agent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed }, roots);
+    const sessions = previous?.agentKey === agentKey ? previous.sessions : new UpstreamSessions({ ca: roots, connectTimeoutMs });
     const hostAddresses = new RouteHostAddresses({
       names: (c.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
       resolve: deps.resolveHost ?? systemResolver,
@@ -230,7 +254,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     });
     let routes: CompiledRouteSet;
     try {
-      routes = compileRouteSet(c.routes ?? [], engine, logger, hostAddresses);
+      routes = withGrpcPhases(compileRouteSet(c.routes ?? [], engine, logger, hostAddresses), deps.grpcPhases);
     } catch (err) {
       if (agent !== previous?.agent) void agent.close();
       throw err;
@@ -253,7 +277,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
       }));
     };
-    const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted });
+    const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted, grpc: { sessions, logger, metrics } });
     return {
       config: c,
       hostAddresses,
@@ -263,6 +287,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       leaves,
       agent,
       agentKey,
+      sessions,
       exchange,
       hold,
       pinTarget,
@@ -586,7 +611,10 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     commit();
     previous.hostAddresses.close();
     // undici's close lets requests under way finish.
-    if (previous.agent !== built.agent) void previous.agent.close();
+    if (previous.agent !== built.agent) {
+      void previous.agent.close();
+      previous.sessions.close();
+    }
   }
 
   const notReadyReason = (): string | undefined => {
@@ -633,6 +661,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         while (intercepted.size > 0) await new Promise((r) => setTimeout(r, 25));
         clearTimeout(timer);
         sweeper.close();
+        routing.sessions.close();
         await routing.agent.close();
       })();
       return closing;

@@ -23,6 +23,8 @@ import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from '../problem.ts';
 import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from '../reading/routes.ts';
 import { isUpstreamTlsCode, upstreamProblem } from '../forwarding/upstream.ts';
+import { isH2Request } from '../http2/h2-front.ts';
+import { isGrpcCall, relayGrpcCall, type GrpcCallDeps } from '../http2/grpc-call.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
 export interface Target {
@@ -51,6 +53,8 @@ export interface ExchangeDeps {
   readonly metrics: Metrics;
   /** Told when an upstream connection failed for want of file descriptors (readiness). */
   readonly onResourceExhausted?: () => void;
+  /** gRPC calls over HTTP/2 (http2/grpc-call.ts); absent: they take the ordinary path. */
+  readonly grpc?: GrpcCallDeps;
 }
 
 export interface Exchange {
@@ -326,6 +330,11 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   return {
     handle(req, res, target) {
       const selection = routes.table.select(requestFacts(req, target));
+      // A gRPC call is a stream both ways, read message by message, never whole (grpc-call.ts).
+      if (deps.grpc !== undefined && isH2Request(req) && isGrpcCall(req)) {
+        relayGrpcCall(deps.grpc, req, res, target, selection && { route: selection.route, ...routes.phases.get(selection.route) });
+        return;
+      }
       if (selection === undefined) {
         passThrough(req, res, target);
         return;
