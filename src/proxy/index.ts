@@ -198,6 +198,8 @@ interface Routing {
   readonly agent: Agent;
   /** The upstream settings `agent` was made with: an equal key reuses it (its pooled connections). */
   readonly agentKey: string;
+  /** The pool for apps' h2c requests (HTTP/2 in clear upstream too); made and kept with `agent`. */
+  readonly h2cAgent: Agent;
   /** HTTP/2 sessions to upstreams for gRPC calls; made and kept with `agent`. */
   readonly sessions: UpstreamSessions;
   readonly exchange: Exchange;
@@ -245,6 +247,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const roots = upstreamRoots(c.upstreamCa);
     const agentKey = JSON.stringify([connectTimeoutMs, responseTimeoutMs, roots ?? null]);
     const agent = previous?.agentKey === agentKey ? previous.agent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed }, roots);
+    const h2cAgent = previous?.agentKey === agentKey ? previous.h2cAgent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed, h2c: true }, roots);
     const sessions = previous?.agentKey === agentKey ? previous.sessions : new UpstreamSessions({ ca: roots, connectTimeoutMs });
     const hostAddresses = new RouteHostAddresses({
       names: (c.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
@@ -256,7 +259,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     try {
       routes = withGrpcPhases(compileRouteSet(c.routes ?? [], engine, logger, hostAddresses), deps.grpcPhases);
     } catch (err) {
-      if (agent !== previous?.agent) void agent.close();
+      if (agent !== previous?.agent) {
+        void agent.close();
+        void h2cAgent.close();
+        sessions.close();
+      }
       throw err;
     }
     // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
@@ -277,7 +284,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
       }));
     };
-    const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted, grpc: { sessions, logger, metrics } });
+    const exchange: Exchange = createExchange({ routes, agent, h2cAgent, logger, metrics, onResourceExhausted, grpc: { sessions, logger, metrics } });
     return {
       config: c,
       hostAddresses,
@@ -287,6 +294,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       leaves,
       agent,
       agentKey,
+      h2cAgent,
       sessions,
       exchange,
       hold,
@@ -569,7 +577,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const built = buildRouting(next.config, next.engine, next.hold ?? NO_HOLD, previous);
     const dropBuilt = (): void => {
       built.hostAddresses.close();
-      if (built.agent !== previous.agent) void built.agent.close();
+      if (built.agent !== previous.agent) {
+        void built.agent.close();
+        void built.h2cAgent.close();
+        built.sessions.close();
+      }
     };
     // Route host names are looked up before the swap, so the new routes match their addresses at once.
     try {
@@ -613,6 +625,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     // undici's close lets requests under way finish.
     if (previous.agent !== built.agent) {
       void previous.agent.close();
+      void previous.h2cAgent.close();
       previous.sessions.close();
     }
   }
@@ -662,7 +675,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         clearTimeout(timer);
         sweeper.close();
         routing.sessions.close();
-        await routing.agent.close();
+        await Promise.all([routing.agent.close(), routing.h2cAgent.close()]);
       })();
       return closing;
     },

@@ -8,50 +8,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { Transform, type TransformCallback } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import type { ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
-import { GrpcCallError, type GrpcCall, type GrpcPhase } from '../../src/proxy/grpc-egress/contract.ts';
+import type { GrpcCall } from '../../src/proxy/grpc-egress/contract.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { proxyConfig, route, tempDir, upstreamPki, type TestPki } from './helpers.ts';
-import { h2ThroughConnect } from './http2-helpers.ts';
-
-const SECRET = 'SECRET-4111';
-
-/** A stand-in GrpcPhase: each whole message has SECRET replaced by `replacement`; a message holding FAIL is refused. */
-function fakePhase(replacement: string, calls: GrpcCall[]): GrpcPhase {
-  return {
-    messages(call) {
-      calls.push(call);
-      let pending = Buffer.alloc(0);
-      let index = 0;
-      return new Transform({
-        transform(chunk: Buffer, _enc, done: TransformCallback) {
-          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-          while (pending.length >= 5) {
-            const length = pending.readUInt32BE(1);
-            if (pending.length < 5 + length) break;
-            const message = pending.subarray(5, 5 + length).toString('latin1');
-            pending = pending.subarray(5 + length);
-            index++;
-            if (message.includes('FAIL')) return done(new GrpcCallError(3, `message ${index} could not be protected`));
-            const out = Buffer.from(message.split(SECRET).join(replacement), 'latin1');
-            const frame = Buffer.alloc(5);
-            frame.writeUInt32BE(out.length, 1);
-            this.push(Buffer.concat([frame, out]));
-          }
-          done();
-        },
-        flush(done) {
-          done(pending.length > 0 ? new GrpcCallError(13, 'a truncated message at the end of the call') : undefined);
-        },
-      });
-    },
-  };
-}
+import { fakeGrpcPhase as fakePhase, h2ThroughConnect, SECRET } from './http2-helpers.ts';
 
 const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
 const service = {

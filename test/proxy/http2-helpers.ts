@@ -14,6 +14,8 @@ import {
 } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import { Transform, type TransformCallback } from 'node:stream';
+import { GrpcCallError, type GrpcCall, type GrpcPhase } from '../../src/proxy/grpc-egress/contract.ts';
 import { connectTcp, type TestPki } from './helpers.ts';
 
 export interface H2Received {
@@ -139,3 +141,38 @@ export function h2Request(session: ClientHttp2Session, headers: Record<string, s
     if (body !== undefined) stream.end(body);
   });
 }
+
+export const SECRET = 'SECRET-4111';
+
+/** A stand-in GrpcPhase: each whole message has SECRET replaced by `replacement`; a message holding FAIL is refused. */
+export function fakeGrpcPhase(replacement: string, calls: GrpcCall[]): GrpcPhase {
+  return {
+    messages(call) {
+      calls.push(call);
+      let pending: Buffer = Buffer.alloc(0);
+      let index = 0;
+      return new Transform({
+        transform(chunk: Buffer, _enc, done: TransformCallback) {
+          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+          while (pending.length >= 5) {
+            const length = pending.readUInt32BE(1);
+            if (pending.length < 5 + length) break;
+            const message = pending.subarray(5, 5 + length).toString('latin1');
+            pending = pending.subarray(5 + length);
+            index++;
+            if (message.includes('FAIL')) return done(new GrpcCallError(3, `message ${index} could not be protected`));
+            const out = Buffer.from(message.split(SECRET).join(replacement), 'latin1');
+            const frame = Buffer.alloc(5);
+            frame.writeUInt32BE(out.length, 1);
+            this.push(Buffer.concat([frame, out]));
+          }
+          done();
+        },
+        flush(done) {
+          done(pending.length > 0 ? new GrpcCallError(13, 'a truncated message at the end of the call') : undefined);
+        },
+      });
+    },
+  };
+}
+

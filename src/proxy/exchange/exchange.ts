@@ -49,6 +49,8 @@ export interface CompiledRouteSet {
 export interface ExchangeDeps {
   readonly routes: CompiledRouteSet;
   readonly agent: Agent;
+  /** For HTTP/2 in clear from the app (h2c with prior knowledge): the upstream is spoken to the same way. */
+  readonly h2cAgent?: Agent;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** Told when an upstream connection failed for want of file descriptors (readiness). */
@@ -145,7 +147,10 @@ const isAbort = (err: unknown): boolean => {
 };
 
 export function createExchange(deps: ExchangeDeps): Exchange {
-  const { routes, agent, logger, metrics } = deps;
+  const { routes, logger, metrics } = deps;
+  /** The upstream pool for a request: an app that chose h2c knew its upstream speaks it. */
+  const agentFor = (req: IncomingMessage, target: Target): Agent =>
+    deps.h2cAgent !== undefined && target.scheme === 'http' && isH2Request(req) ? deps.h2cAgent : deps.agent;
 
   const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined => routes.table.match(requestFacts(req, target));
 
@@ -158,7 +163,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
     options.body = carriesBody(req) ? req : null;
     let bodiless = false;
-    agent
+    agentFor(req, target)
       .stream(options, ({ statusCode, headers }) => {
         if (hasNoBody(statusCode)) {
           bodiless = true;
@@ -244,7 +249,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         options.body = carriesBody(req) ? req : null;
       }
 
-      const upstream = await agent.request(options);
+      const upstream = await agentFor(req, target).request(options);
       const responseHead = responseHeaders(upstream.headers);
       const wantsResponsePhase = phases.response !== undefined && runsResponsePhase(phases.response, req.method, upstream.statusCode);
 

@@ -14,6 +14,8 @@ export interface UpstreamOptions {
   readonly upstreamCa?: string;
   /** Told once if undici could not be loaded after all: the pool will never work in this process. */
   readonly onLoadFailed?: (err: unknown) => void;
+  /** Clear-text upstreams are spoken to in HTTP/2 with prior knowledge (for apps that chose h2c). */
+  readonly h2c?: boolean;
 }
 
 /** The roots for upstream TLS: undefined keeps Node's defaults (bundled roots + NODE_EXTRA_CA_CERTS). */
@@ -65,7 +67,8 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
       // undici is CommonJS: in the bundle its exports arrive only as the namespace's default.
       const UndiciAgent = module.Agent ?? module.default.Agent;
       agent = new UndiciAgent({
-        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
+        // useH2c goes to the connector (undici's Agent builds it from `connect`, not from its own options).
+        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}), ...(options.h2c ? { useH2c: true } : {}) },
         headersTimeout: options.responseTimeoutMs,
         bodyTimeout: options.responseTimeoutMs,
         keepAliveTimeout: 30_000,
