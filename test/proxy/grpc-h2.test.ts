@@ -7,7 +7,11 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import type { ProxyRoute } from '../../src/config/types.ts';
 import { createLogger } from '../../src/core/logger.ts';
@@ -171,6 +175,34 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
     } finally {
       c.close();
     }
+  });
+
+  test('Python grpcio unary through CONNECT (grpc_proxy): the upstream gets the protected message', async (t) => {
+    const probe = spawnSync('/usr/bin/python3', ['-c', 'import grpc'], { encoding: 'utf8' });
+    if (probe.status !== 0) {
+      t.skip('python3-grpcio is not installed');
+      console.log('# SKIP Python grpcio test: python3-grpcio is not installed (apt-get install python3-grpcio)');
+      return;
+    }
+    const dir = tempDir();
+    const caFile = join(dir, 'gateway-ca.pem');
+    writeFileSync(caFile, proxy.caPem);
+    const script = [
+      'import grpc, sys',
+      `creds = grpc.ssl_channel_credentials(open(${JSON.stringify(caFile)}, 'rb').read())`,
+      `ch = grpc.secure_channel('127.0.0.1:${port}', creds)`,
+      "call = ch.unary_unary('/test.Echo/Unary')",
+      `sys.stdout.write(call(b'py ${SECRET}', timeout=10).decode('latin1'))`,
+    ].join('\n');
+    const before = received.length;
+    // Not spawnSync: the proxy answering the client runs in this process.
+    const run = await promisify(execFile)('/usr/bin/python3', ['-c', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { ...process.env, grpc_proxy: `http://127.0.0.1:${proxy.address.port}`, no_grpc_proxy: '', no_proxy: '' },
+    }).catch((err: { stdout?: string; stderr?: string }) => ({ stdout: err.stdout ?? '', stderr: err.stderr ?? String(err) }));
+    assert.equal(run.stdout, 'echo:py REQ-MASKED:RES-MASKED', run.stderr);
+    assert.equal(received[before], 'py REQ-MASKED');
   });
 
   test('node:http2 client offering only h2: an unrouted gRPC path passes untouched, trailers included', async () => {
