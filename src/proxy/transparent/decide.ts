@@ -116,11 +116,12 @@ export function decidePlain(ctx: DecisionContext, dst: OriginalDestination, head
 }
 
 /**
- * One HTTP/2 stream on an h2c connection, by its :authority (else its Host header). HTTP/2 cannot
- * be protected yet: a routed stream is refused, and so is one naming no host (its server picks).
+ * One HTTP/2 stream on a relayed h2c connection (to an unrouted address), by its :authority (else
+ * its Host header). The connection is relayed, not read: a routed stream is refused, and so is one
+ * naming no host (its server picks).
  */
 export function decideH2cStream(ctx: DecisionContext, dst: OriginalDestination, authority: string | undefined): Decision {
   if (authority === undefined) return { action: 'refuse', reason: 'an HTTP/2 stream names no host on a port routes cover' };
-  if (routed(ctx, dst, [authority])) return { action: 'refuse', reason: 'HTTP/2 stream for a routed host (HTTP/2 cannot be protected)' };
+  if (routed(ctx, dst, [authority])) return { action: 'refuse', reason: 'HTTP/2 stream for a routed host on a relayed h2c connection (only h2c to a routed address is read)' };
   return { action: 'splice', reason: 'HTTP/2 stream for an unrouted host' };
 }
