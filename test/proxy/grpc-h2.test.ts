@@ -20,7 +20,7 @@ import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
 import type { GrpcCall } from '../../src/proxy/grpc-egress/contract.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { proxyConfig, route, tempDir, upstreamPki, type TestPki } from './helpers.ts';
-import { fakeGrpcPhase as fakePhase, h2ThroughConnect, SECRET } from './http2-helpers.ts';
+import { bidiInTurn, fakeGrpcPhase as fakePhase, h2ThroughConnect, SECRET } from './http2-helpers.ts';
 
 const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
 const service = {
@@ -126,16 +126,8 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
     try {
       const before = received.length;
       const call = (c as unknown as { Bidi: () => grpc.ClientDuplexStream<Buffer, Buffer> }).Bidi();
-      const replies: string[] = [];
-      // One message at a time: each reply arrives before the next message is sent (it is not buffered).
-      for (let i = 0; i < 3; i++) {
-        const reply = new Promise<string>((resolve) => call.once('data', (m: Buffer) => resolve(m.toString('latin1'))));
-        call.write(Buffer.from(`m${i} ${SECRET}`, 'latin1'));
-        replies.push(await reply);
-      }
-      const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
-      call.end();
-      assert.equal((await status).code, grpc.status.OK);
+      const { replies, code } = await bidiInTurn(call, [0, 1, 2].map((i) => `m${i} ${SECRET}`));
+      assert.equal(code, grpc.status.OK);
       assert.deepEqual(received.slice(before), ['m0 REQ-MASKED', 'm1 REQ-MASKED', 'm2 REQ-MASKED']);
       assert.deepEqual(replies, ['echo:m0 REQ-MASKED', 'echo:m1 REQ-MASKED', 'echo:m2 REQ-MASKED']);
     } finally {

@@ -15,6 +15,7 @@ import {
 import type { AddressInfo, Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Transform, type TransformCallback } from 'node:stream';
+import type { ClientDuplexStream, StatusObject } from '@grpc/grpc-js';
 import { GrpcCallError, type GrpcCall, type GrpcPhase } from '../../src/proxy/grpc-egress/contract.ts';
 import { connectTcp, type TestPki } from './helpers.ts';
 
@@ -176,3 +177,19 @@ export function fakeGrpcPhase(replacement: string, calls: GrpcCall[]): GrpcPhase
   };
 }
 
+
+/**
+ * Sends each message on a bidi call and waits for its reply before sending the next (so a message
+ * held back anywhere would stall the call), then ends the call: the replies and the final status code.
+ */
+export async function bidiInTurn(call: ClientDuplexStream<Buffer, Buffer>, messages: readonly string[]): Promise<{ replies: string[]; code: number }> {
+  const replies: string[] = [];
+  for (const message of messages) {
+    const reply = new Promise<string>((resolve) => call.once('data', (m: Buffer) => resolve(m.toString('latin1'))));
+    call.write(Buffer.from(message, 'latin1'));
+    replies.push(await reply);
+  }
+  const status = new Promise<StatusObject>((resolve) => call.on('status', resolve));
+  call.end();
+  return { replies, code: (await status).code };
+}

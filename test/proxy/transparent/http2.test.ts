@@ -10,7 +10,7 @@ import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { CARD, route, tempDir } from '../helpers.ts';
-import { fakeGrpcPhase, h2Request, SECRET, startH2Upstream, type H2Upstream } from '../http2-helpers.ts';
+import { bidiInTurn, fakeGrpcPhase, h2Request, SECRET, startH2Upstream, type H2Upstream } from '../http2-helpers.ts';
 import { namedPki, startTransparentProxy, type TransparentProxy } from './helpers.ts';
 
 const customer = JSON.stringify({ cardNumber: CARD, note: 'kept' });
@@ -108,15 +108,8 @@ describe('transparent listener: HTTP/2', { timeout: 30_000 }, () => {
     try {
       const before = grpcReceived.length;
       const call = client.makeBidiStreamRequest('/test.Echo/Bidi', (b: Buffer) => b, (b: Buffer) => b);
-      const replies: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const reply = new Promise<string>((resolve) => call.once('data', (m: Buffer) => resolve(m.toString('latin1'))));
-        call.write(Buffer.from(`m${i} ${SECRET}`, 'latin1'));
-        replies.push(await reply);
-      }
-      const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
-      call.end();
-      assert.equal((await status).code, grpc.status.OK);
+      const { replies, code } = await bidiInTurn(call, [0, 1, 2].map((i) => `m${i} ${SECRET}`));
+      assert.equal(code, grpc.status.OK);
       assert.deepEqual(grpcReceived.slice(before), ['m0 REQ-MASKED', 'm1 REQ-MASKED', 'm2 REQ-MASKED']);
       assert.deepEqual(replies, ['echo:m0 REQ-MASKED', 'echo:m1 REQ-MASKED', 'echo:m2 REQ-MASKED']);
     } finally {
