@@ -75,7 +75,7 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
       engine: testEngine(),
       logger: createLogger({ level: 'info', destination: new Writable({ write: (c: Buffer, _e, cb) => (logLines.push(c.toString('utf8')), cb()) }) }),
       metrics: new Metrics({ collectDefaults: false }),
-      grpcPhases: (r, which) => (r.name === 'grpc-echo' ? fakePhase(which === 'request' ? 'REQ-MASKED' : 'RES-MASKED', calls) : undefined),
+      grpcPhases: (r, which) => (r.name === 'grpc-echo' ? fakePhase(which === 'request' ? 'REQ-MASKED' : 'RES-MASKED', calls, which === 'request' ? 'FAIL' : 'BOOM') : undefined),
     });
     Client = grpc.makeGenericClientConstructor(service, 'Echo');
   });
@@ -151,6 +151,27 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
       assert.equal(s.details, 'message 2 could not be protected');
       assert.deepEqual(received.slice(before), ['ok REQ-MASKED']);
       assert.ok(!logLines.join('').includes(SECRET));
+    } finally {
+      c.close();
+    }
+  });
+
+  test('a response message the phase refuses, after others went out: its status in the trailers, the upstream stream reset', async () => {
+    const c = client();
+    try {
+      const call = (c as unknown as { Bidi: () => grpc.ClientDuplexStream<Buffer, Buffer> }).Bidi();
+      call.on('error', () => undefined);
+      const first = new Promise<string>((resolve) => call.once('data', (m: Buffer) => resolve(m.toString('latin1'))));
+      call.write(Buffer.from(`ok ${SECRET}`, 'latin1'));
+      assert.equal(await first, 'echo:ok REQ-MASKED');
+      const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+      const later: string[] = [];
+      call.on('data', (m: Buffer) => later.push(m.toString('latin1')));
+      call.write(Buffer.from('BOOM', 'latin1'));
+      const s = await status;
+      assert.equal(s.code, 3);
+      assert.equal(s.details, 'message 2 could not be protected');
+      assert.deepEqual(later, [], 'nothing of the refused response message reached the app');
     } finally {
       c.close();
     }

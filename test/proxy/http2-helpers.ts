@@ -145,8 +145,8 @@ export function h2Request(session: ClientHttp2Session, headers: Record<string, s
 
 export const SECRET = 'SECRET-4111';
 
-/** A stand-in GrpcPhase: each whole message has SECRET replaced by `replacement`; a message holding FAIL is refused. */
-export function fakeGrpcPhase(replacement: string, calls: GrpcCall[]): GrpcPhase {
+/** A stand-in GrpcPhase: each whole message has SECRET replaced by `replacement`; a message holding `refuseMarker` is refused. */
+export function fakeGrpcPhase(replacement: string, calls: GrpcCall[], refuseMarker = 'FAIL'): GrpcPhase {
   return {
     messages(call) {
       calls.push(call);
@@ -161,7 +161,7 @@ export function fakeGrpcPhase(replacement: string, calls: GrpcCall[]): GrpcPhase
             const message = pending.subarray(5, 5 + length).toString('latin1');
             pending = pending.subarray(5 + length);
             index++;
-            if (message.includes('FAIL')) return done(new GrpcCallError(3, `message ${index} could not be protected`));
+            if (message.includes(refuseMarker)) return done(new GrpcCallError(3, `message ${index} could not be protected`));
             const out = Buffer.from(message.split(SECRET).join(replacement), 'latin1');
             const frame = Buffer.alloc(5);
             frame.writeUInt32BE(out.length, 1);
