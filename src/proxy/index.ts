@@ -36,6 +36,9 @@ import { loadProtoLibrary } from './grpc-egress/proto-library.ts';
 import { loadGrpcMethods, type GrpcMethodPlan } from './grpc-egress/route-descriptors.ts';
 import { handleConnect, type TunnelTarget } from './forwarding/tunnel.ts';
 import { handleUpgrade } from './forwarding/upgrade.ts';
+import { connectionOf, createH2Front } from './http2/h2-front.ts';
+import { UpstreamSessions } from './http2/upstream-sessions.ts';
+import type { GrpcPhase } from './grpc-egress/contract.ts';
 import { drainTunnels } from './forwarding/tunnel-drain.ts';
 import { proxyHealthSocket } from '../core/health-socket.ts';
 import type { RunningTransparent, TransparentDeps } from './transparent/index.ts';
@@ -62,6 +65,11 @@ export interface ProxyDeps {
    * returns the function that leaves it. Absent: nothing is counted.
    */
   readonly hold?: () => () => void;
+  /**
+   * gRPC message protection for a route's phase (grpc-egress/contract.ts), beside what the route's
+   * config gives: tests of the HTTP/2 side supply their own transform here.
+   */
+  readonly grpcPhases?: (route: ProxyRoute, phase: 'request' | 'response') => GrpcPhase | undefined;
 }
 
 /** A later generation of the proxy's settings (a reload): its config, engine and generation hold. */
@@ -149,6 +157,20 @@ function grpcMethodsOf(route: ProxyRoute): ReadonlyMap<string, GrpcMethodPlan> {
   }
 }
 
+/** The route set with the gRPC phases `grpcPhases` gives (ProxyDeps.grpcPhases); the same set without it. */
+function withGrpcPhases(set: CompiledRouteSet, grpcPhases: ProxyDeps['grpcPhases']): CompiledRouteSet {
+  if (grpcPhases === undefined) return set;
+  const phases = new Map<ProxyRoute, { request?: CompiledPhase; response?: CompiledPhase }>();
+  for (const [route, { request, response }] of set.phases) {
+    const add = (phase: CompiledPhase | undefined, which: 'request' | 'response'): CompiledPhase | undefined => {
+      const grpc = phase && grpcPhases(route, which);
+      return grpc === undefined ? phase : { ...phase!, grpc };
+    };
+    phases.set(route, { request: add(request, 'request'), response: add(response, 'response') });
+  }
+  return { table: set.table, phases };
+}
+
 /** The forward server on a Unix socket (a stale socket file of an earlier run is replaced); host is the path. */
 function listenHealthSocket(server: Server, path: string): Promise<{ host: string; port: number }> {
   rmSync(path, { force: true });
@@ -196,10 +218,14 @@ interface Routing {
   readonly agent: Agent;
   /** The upstream settings `agent` was made with: an equal key reuses it (its pooled connections). */
   readonly agentKey: string;
+  /** The pool for apps' h2c requests (HTTP/2 in clear upstream too); made and kept with `agent`. */
+  readonly h2cAgent: Agent;
+  /** HTTP/2 sessions to upstreams for gRPC calls; made and kept with `agent`. */
+  readonly sessions: UpstreamSessions;
   readonly exchange: Exchange;
   readonly hold: () => () => void;
   readonly pinTarget: (target: Target) => Promise<Target> | undefined;
-  readonly tunnelDeps: Omit<Parameters<typeof handleConnect>[0], 'interceptServer'>;
+  readonly tunnelDeps: Omit<Parameters<typeof handleConnect>[0], 'interceptServer' | 'interceptH2'>;
   readonly upgradeDeps: Parameters<typeof handleUpgrade>[0];
 }
 
@@ -242,6 +268,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const roots = upstreamRoots(c.upstreamCa);
     const agentKey = JSON.stringify([connectTimeoutMs, responseTimeoutMs, roots ?? null]);
     const agent = previous?.agentKey === agentKey ? previous.agent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed }, roots);
+    const h2cAgent = previous?.agentKey === agentKey ? previous.h2cAgent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed, h2c: true }, roots);
+    const sessions = previous?.agentKey === agentKey ? previous.sessions : new UpstreamSessions({ ca: roots, connectTimeoutMs });
     const hostAddresses = new RouteHostAddresses({
       names: (c.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
       resolve: deps.resolveHost ?? systemResolver,
@@ -250,9 +278,13 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     });
     let routes: CompiledRouteSet;
     try {
-      routes = compileRouteSet(c.routes ?? [], engine, logger, hostAddresses);
+      routes = withGrpcPhases(compileRouteSet(c.routes ?? [], engine, logger, hostAddresses), deps.grpcPhases);
     } catch (err) {
-      if (agent !== previous?.agent) void agent.close();
+      if (agent !== previous?.agent) {
+        void agent.close();
+        void h2cAgent.close();
+        sessions.close();
+      }
       throw err;
     }
     // Names on ports a route for an address or a name covers: resolved, matched and dialled as their
@@ -273,7 +305,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         connectTo: { address, servername: target.scheme === 'https' ? target.host : undefined },
       }));
     };
-    const exchange: Exchange = createExchange({ routes, agent, logger, metrics, onResourceExhausted });
+    const exchange: Exchange = createExchange({ routes, agent, h2cAgent, logger, metrics, onResourceExhausted, grpc: { sessions, logger, metrics } });
     return {
       config: c,
       hostAddresses,
@@ -283,6 +315,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       leaves,
       agent,
       agentKey,
+      h2cAgent,
+      sessions,
       exchange,
       hold,
       pinTarget,
@@ -348,7 +382,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const serveTarget = (r: Routing, req: IncomingMessage, res: ServerResponse, target: Target, expectsContinue: boolean): void => {
     // While shutting down, finish this exchange but end its keep-alive connection.
     if (shuttingDown) res.shouldKeepAlive = false;
-    const socket = req.socket;
+    const socket = connectionOf(req);
     const raw = rawOf(socket);
     inFlight.set(raw, (inFlight.get(raw) ?? 0) + 1);
     const leave = r.hold();
@@ -429,7 +463,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       sendProblemOnSocket(socket, problemOf(overloadedError('proxy', shed)), retryAfter);
       return;
     }
-    handleConnect({ ...routing.tunnelDeps, interceptServer }, req, socket, head);
+    handleConnect({ ...routing.tunnelDeps, interceptServer, interceptH2 }, req, socket, head);
   });
   forward.on('upgrade', onUpgrade(forward, (req) => forwardTarget(req.url ?? '')));
 
@@ -437,7 +471,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   const interceptServer = createServer({ keepAliveTimeout: 30_000 });
   interceptServer.on('clientError', onClientError);
   const interceptTarget = (req: IncomingMessage): TargetReading | undefined => {
-    const tunnel = targets.get(req.socket);
+    const tunnel = targets.get(connectionOf(req));
     return tunnel && tunnelTarget(req.url ?? '', tunnel, req.headers.host, routing.hostAddresses);
   };
   const onIntercepted = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
@@ -451,6 +485,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
   interceptServer.on('request', onIntercepted(false));
   interceptServer.on('checkContinue', onIntercepted(true));
   interceptServer.on('upgrade', onUpgrade(interceptServer, interceptTarget));
+  // The same for intercepted TLS connections whose ALPN chose h2 (one request per stream).
+  const interceptH2 = createH2Front('https', { onRequest: (req, res) => onIntercepted(false)(req, res) });
 
   const servers: Server[] = [forward];
   // forward: off (DPG_PROXY_ADDR=off): no TCP forward listener, a way around capture; health on a Unix socket.
@@ -563,7 +599,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const built = buildRouting(next.config, next.engine, next.hold ?? NO_HOLD, previous);
     const dropBuilt = (): void => {
       built.hostAddresses.close();
-      if (built.agent !== previous.agent) void built.agent.close();
+      if (built.agent !== previous.agent) {
+        void built.agent.close();
+        void built.h2cAgent.close();
+        built.sessions.close();
+      }
     };
     // Route host names are looked up before the swap, so the new routes match their addresses at once.
     try {
@@ -605,7 +645,11 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     commit();
     previous.hostAddresses.close();
     // undici's close lets requests under way finish.
-    if (previous.agent !== built.agent) void previous.agent.close();
+    if (previous.agent !== built.agent) {
+      void previous.agent.close();
+      void previous.h2cAgent.close();
+      previous.sessions.close();
+    }
   }
 
   const notReadyReason = (): string | undefined => {
@@ -652,7 +696,8 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
         while (intercepted.size > 0) await new Promise((r) => setTimeout(r, 25));
         clearTimeout(timer);
         sweeper.close();
-        await routing.agent.close();
+        routing.sessions.close();
+        await Promise.all([routing.agent.close(), routing.h2cAgent.close()]);
       })();
       return closing;
     },

@@ -51,7 +51,8 @@ export function sendProblem(res: ServerResponse, problem: Problem, requestId: st
     'content-length': Buffer.byteLength(body),
   };
   if (requestId !== undefined) headers['x-request-id'] = requestId;
-  if (close) headers.connection = 'close';
+  // HTTP/2 has no Connection field (a stream's unread body is the stream's own): only HTTP/1.1 gets it.
+  if (close && (res as { stream?: unknown }).stream === undefined) headers.connection = 'close';
   if (extra) Object.assign(headers, extra);
   res.writeHead(problem.status, headers);
   res.end(body);

@@ -17,12 +17,14 @@ import type { ProxyRoute } from '../../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from '../reading/body-kind.ts';
 import { isDescriptorShortage } from '../forwarding/connection-limits.ts';
-import { endToEndHeaders, hasRequestBody, responseHeaders } from './headers.ts';
+import { carriesBody, endToEndHeaders, responseHeaders } from './headers.ts';
 import { overrideMethods } from '../reading/method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from '../problem.ts';
 import { mediaTypeOf, type RequestFacts, type RouteSelection, type RouteTable } from '../reading/routes.ts';
 import { isUpstreamTlsCode, upstreamProblem } from '../forwarding/upstream.ts';
+import { isH2Request } from '../http2/h2-front.ts';
+import { isGrpcCall, relayGrpcCall, type GrpcCallDeps } from '../http2/grpc-call.ts';
 
 /** Where a request goes. `host` has no brackets; `path` is origin-form with the query. */
 export interface Target {
@@ -47,10 +49,14 @@ export interface CompiledRouteSet {
 export interface ExchangeDeps {
   readonly routes: CompiledRouteSet;
   readonly agent: Agent;
+  /** For HTTP/2 in clear from the app (h2c with prior knowledge): the upstream is spoken to the same way. */
+  readonly h2cAgent?: Agent;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /** Told when an upstream connection failed for want of file descriptors (readiness). */
   readonly onResourceExhausted?: () => void;
+  /** gRPC calls over HTTP/2 (http2/grpc-call.ts); absent: they take the ordinary path. */
+  readonly grpc?: GrpcCallDeps;
 }
 
 export interface Exchange {
@@ -141,7 +147,10 @@ const isAbort = (err: unknown): boolean => {
 };
 
 export function createExchange(deps: ExchangeDeps): Exchange {
-  const { routes, agent, logger, metrics } = deps;
+  const { routes, logger, metrics } = deps;
+  /** The upstream pool for a request: an app that chose h2c knew its upstream speaks it. */
+  const agentFor = (req: IncomingMessage, target: Target): Agent =>
+    deps.h2cAgent !== undefined && target.scheme === 'http' && isH2Request(req) ? deps.h2cAgent : deps.agent;
 
   const matchRoute = (req: IncomingMessage, target: Target): ProxyRoute | undefined => routes.table.match(requestFacts(req, target));
 
@@ -152,9 +161,9 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   /** Untouched streaming both ways, pooled keep-alive upstream. */
   function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
     const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
-    options.body = hasRequestBody(req.headers) ? req : null;
+    options.body = carriesBody(req) ? req : null;
     let bodiless = false;
-    agent
+    agentFor(req, target)
       .stream(options, ({ statusCode, headers }) => {
         if (hasNoBody(statusCode)) {
           bodiless = true;
@@ -195,7 +204,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         const declared = Number(req.headers['content-length']);
         if (declared > route.maxBodyBytes) throw new DpgError('PAYLOAD_TOO_LARGE', `The body is larger than the route's limit of ${route.maxBodyBytes} bytes`);
         // The whole body first: a client that stops halfway leaves nothing sent upstream.
-        const raw = hasRequestBody(req.headers) ? await readBody(req, route.maxBodyBytes) : Buffer.alloc(0);
+        const raw = carriesBody(req) ? await readBody(req, route.maxBodyBytes) : Buffer.alloc(0);
         const t0 = performance.now();
         try {
           const codings = parseContentEncoding(req.headers['content-encoding']);
@@ -237,10 +246,10 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         delete headers['content-length']; // undici sets it from the new body
         delete headers['transfer-encoding'];
       } else {
-        options.body = hasRequestBody(req.headers) ? req : null;
+        options.body = carriesBody(req) ? req : null;
       }
 
-      const upstream = await agent.request(options);
+      const upstream = await agentFor(req, target).request(options);
       const responseHead = responseHeaders(upstream.headers);
       const wantsResponsePhase = phases.response !== undefined && runsResponsePhase(phases.response, req.method, upstream.statusCode);
 
@@ -326,6 +335,11 @@ export function createExchange(deps: ExchangeDeps): Exchange {
   return {
     handle(req, res, target) {
       const selection = routes.table.select(requestFacts(req, target));
+      // A gRPC call is a stream both ways, read message by message, never whole (grpc-call.ts).
+      if (deps.grpc !== undefined && isH2Request(req) && isGrpcCall(req)) {
+        relayGrpcCall(deps.grpc, req, res, target, selection && { route: selection.route, ...routes.phases.get(selection.route) });
+        return;
+      }
       if (selection === undefined) {
         passThrough(req, res, target);
         return;

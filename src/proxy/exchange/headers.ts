@@ -39,7 +39,8 @@ export function endToEndHeaders(headers: AnyHeaders, host?: string): Record<stri
   const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   for (const name in headers) {
     const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    // HTTP/2 pseudo-headers (`:path`, `:authority` …) are that connection's framing, like a request line.
+    if (value === undefined || HOP_BY_HOP.has(name) || listed?.has(name) || name.charCodeAt(0) === 0x3a) continue;
     out[name] = value;
   }
   if (host !== undefined) out.host = host;
@@ -49,6 +50,15 @@ export function endToEndHeaders(headers: AnyHeaders, host?: string): Record<stri
 /** Response headers from the upstream, ready for ServerResponse.writeHead. */
 export function responseHeaders(headers: AnyHeaders): OutgoingHttpHeaders {
   return endToEndHeaders(headers);
+}
+
+/**
+ * True when an app's request carries a body: over HTTP/2, when its HEADERS frame did not end the
+ * stream (RFC 9113 §8.1); over HTTP/1.1, by its headers (hasRequestBody).
+ */
+export function carriesBody(req: { readonly headers: IncomingHttpHeaders; readonly httpVersionMajor?: number; readonly stream?: { readonly endAfterHeaders: boolean } }): boolean {
+  if (req.httpVersionMajor === 2 && req.stream !== undefined) return !req.stream.endAfterHeaders;
+  return hasRequestBody(req.headers);
 }
 
 /** True when the request carries a body (RFC 9112 §6.3: Content-Length or Transfer-Encoding). */

@@ -1,6 +1,6 @@
 // CONNECT and protocol upgrades. A CONNECT to a host:port some route could match is intercepted:
-// TLS is terminated with a leaf minted from the gateway CA and the decrypted HTTP/1.1 goes to the
-// intercept server. Any other CONNECT is a blind TCP tunnel. Upgrades are handled in upgrade.ts.
+// TLS is terminated with a leaf minted from the gateway CA and the decrypted HTTP goes to the
+// intercept server (HTTP/1.1) or the HTTP/2 reader, as ALPN chose. Any other CONNECT is a blind TCP tunnel. Upgrades are handled in upgrade.ts.
 
 import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -14,6 +14,10 @@ import { isDescriptorShortage } from './connection-limits.ts';
 import { problemOf, sendProblemOnSocket } from '../problem.ts';
 import type { RouteTable } from '../reading/routes.ts';
 import { markUpstreamSide } from './tunnel-drain.ts';
+import type { H2Front } from '../http2/h2-front.ts';
+
+/** What ALPN offers the app on an intercepted TLS connection, preferred first. */
+export const INTERCEPT_ALPN = ['h2', 'http/1.1'];
 
 /** The CONNECT authority an intercepted connection was opened for. */
 export interface TunnelTarget {
@@ -29,6 +33,8 @@ export interface TunnelDeps {
   readonly leaves: LeafCertificates;
   /** An http.Server that never listens: intercepted connections are handed to it. */
   readonly interceptServer: Server;
+  /** Reads intercepted TLS connections whose ALPN chose h2 (http2/h2-front.ts). */
+  readonly interceptH2: H2Front;
   /** Intercepted sockets → their CONNECT target, read by the intercept server's request handler. */
   readonly targets: WeakMap<object, TunnelTarget>;
   readonly connectTimeoutMs: number;
@@ -117,13 +123,17 @@ function intercept(deps: TunnelDeps, client: Duplex, head: Buffer, target: Omit<
         client.destroy();
         return;
       }
-      const tls = new TLSSocket(client as Socket, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
+      const tls = new TLSSocket(client as Socket, { isServer: true, secureContext: context, ALPNProtocols: INTERCEPT_ALPN });
       tls.on('error', () => tls.destroy());
       track(deps.intercepted, tls);
       deps.outer.set(tls, client);
       // The TLS layer drains what was unshifted and reads the handle itself: no resume() here.
       deps.targets.set(tls, { scheme: 'https', ...target });
-      deps.interceptServer.emit('connection', tls);
+      // The protocol is known once the handshake is done: h2 to the HTTP/2 reader, else HTTP/1.1.
+      tls.once('secure', () => {
+        if (tls.alpnProtocol === 'h2') deps.interceptH2.serve(tls);
+        else deps.interceptServer.emit('connection', tls);
+      });
     } else {
       track(deps.intercepted, client);
       deps.targets.set(client, { scheme: 'http', ...target });

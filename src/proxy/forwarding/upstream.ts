@@ -1,5 +1,5 @@
-// The connection pool to upstreams (one undici Agent: keep-alive pools per origin) and how its
-// failures read to the app: cannot connect → 502, no timely answer → 504.
+// The connection pool to upstreams (one undici Agent: keep-alive pools per origin, HTTP/2 where the
+// upstream offers it) and how its failures read to the app: cannot connect → 502, no timely answer → 504.
 
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
@@ -14,6 +14,8 @@ export interface UpstreamOptions {
   readonly upstreamCa?: string;
   /** Told once if undici could not be loaded after all: the pool will never work in this process. */
   readonly onLoadFailed?: (err: unknown) => void;
+  /** Clear-text upstreams are spoken to in HTTP/2 with prior knowledge (for apps that chose h2c). */
+  readonly h2c?: boolean;
 }
 
 /** The roots for upstream TLS: undefined keeps Node's defaults (bundled roots + NODE_EXTRA_CA_CERTS). */
@@ -65,11 +67,14 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
       // undici is CommonJS: in the bundle its exports arrive only as the namespace's default.
       const UndiciAgent = module.Agent ?? module.default.Agent;
       agent = new UndiciAgent({
-        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}) },
+        // useH2c goes to the connector (undici's Agent builds it from `connect`, not from its own options).
+        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}), ...(options.h2c ? { useH2c: true } : {}) },
         headersTimeout: options.responseTimeoutMs,
         bodyTimeout: options.responseTimeoutMs,
         keepAliveTimeout: 30_000,
         pipelining: 1,
+        // HTTP/2 when the upstream's ALPN offers it (one multiplexed session per origin), else HTTP/1.1.
+        allowH2: true,
       });
       return agent;
     }, (err: unknown) => {

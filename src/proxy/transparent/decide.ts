@@ -16,7 +16,8 @@
 //                                        └ clear, host unrouted ───► relay this request (request-relay.ts),
 //                                                                    then read the next head: the same
 //                                                                    three branches, every head
-//   h2c preface ── address routed ────────────────────────────────► refuse (nothing can be protected)
+//   h2c preface ── address routed ────────────────────────────────► HTTP/2: every stream read, routed
+//               │                                                  and protected like HTTP/1.1 (h2-front.ts)
 //               └ otherwise: each stream's :authority (h2c.ts) ─┬─► routed or absent: refuse (reset)
 //                                                               └─► unrouted: frames pass untouched
 //   clearly another protocol ── address routed ───────────────────► refuse
@@ -26,8 +27,8 @@
 // Inside intercepted TLS the full HTTP path reads every request: its Host (or absolute-form
 // authority), the server name and the address each count, the first routed one wins; a request
 // routed by none goes on untouched, re-encrypted to the original destination and verified against
-// the server name the app sent. ALPN offers http/1.1 only: an app that offers h2 too falls back
-// to HTTP/1.1; one offering h2 alone fails its handshake (refused).
+// the server name the app sent. ALPN offers h2 and http/1.1: an h2 connection is read stream by
+// stream (http2/h2-front.ts) with the same readers.
 //
 // "Clear" is the one head every server reads alike (one Host, strict request line and headers):
 // only then can the gateway know that the upstream will not read a routed host into it. Anything
@@ -52,6 +53,8 @@ export type Decision =
   | { readonly action: 'relay' }
   /** HTTP/2 with prior knowledge to an unrouted address: each stream's :authority decides. */
   | { readonly action: 'h2c' }
+  /** HTTP/2 with prior knowledge to a routed address: read whole, every stream, like HTTP/1.1. */
+  | { readonly action: 'h2' }
   | { readonly action: 'peek' };
 
 export interface DecisionContext {
@@ -106,18 +109,19 @@ export function decidePlain(ctx: DecisionContext, dst: OriginalDestination, head
     case 'http':
       return relayable(ctx, dst, head) ? { action: 'relay' } : { action: 'http' };
     case 'h2-preface':
-      return routed(ctx, dst, []) ? { action: 'refuse', reason: 'HTTP/2 prior knowledge to a routed destination' } : { action: 'h2c' };
+      return routed(ctx, dst, []) ? { action: 'h2' } : { action: 'h2c' };
     case 'not-http':
       return routed(ctx, dst, []) ? { action: 'refuse', reason: 'a protocol other than HTTP or TLS to a routed destination' } : { action: 'splice', reason: 'not HTTP' };
   }
 }
 
 /**
- * One HTTP/2 stream on an h2c connection, by its :authority (else its Host header). HTTP/2 cannot
- * be protected yet: a routed stream is refused, and so is one naming no host (its server picks).
+ * One HTTP/2 stream on a relayed h2c connection (to an unrouted address), by its :authority (else
+ * its Host header). The connection is relayed, not read: a routed stream is refused, and so is one
+ * naming no host (its server picks).
  */
 export function decideH2cStream(ctx: DecisionContext, dst: OriginalDestination, authority: string | undefined): Decision {
   if (authority === undefined) return { action: 'refuse', reason: 'an HTTP/2 stream names no host on a port routes cover' };
-  if (routed(ctx, dst, [authority])) return { action: 'refuse', reason: 'HTTP/2 stream for a routed host (HTTP/2 cannot be protected)' };
+  if (routed(ctx, dst, [authority])) return { action: 'refuse', reason: 'HTTP/2 stream for a routed host on a relayed h2c connection (only h2c to a routed address is read)' };
   return { action: 'splice', reason: 'HTTP/2 stream for an unrouted host' };
 }

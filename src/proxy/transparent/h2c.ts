@@ -1,7 +1,8 @@
 // HTTP/2 with prior knowledge (h2c) to an address no route names: which host is each stream for?
-// HTTP/2 cannot be protected yet (a later issue), so a stream for a routed host — or one naming no
-// host — resets the connection before a byte of it reaches the upstream; frames of streams for
-// unrouted hosts pass untouched. Every stream is read, not only the first.
+// (h2c to a routed address is read whole instead, http2/h2-front.ts.) This connection's frames go
+// upstream as they come, so it cannot turn into one the gateway reads: a stream for a routed host
+// — or one naming no host — resets the connection before a byte of it reaches the upstream; frames
+// of streams for unrouted hosts pass untouched. Every stream is read, not only the first.
 //
 // The header blocks are HPACK-compressed with a table that lives as long as the connection, so
 // they are read by Node's own HTTP/2 implementation: a server session fed a copy of every byte the

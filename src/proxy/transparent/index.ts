@@ -1,8 +1,8 @@
 // The transparent listener: connections that `dpg capture`'s iptables rules redirected here, with
 // no proxy setting in the app. Each one is looked up for its original destination, then decided
 // (decide.ts): spliced untouched to that destination; relayed request by request while its plain
-// HTTP requests name unrouted hosts (request-relay.ts); read stream by stream when it is h2c
-// (h2c.ts); or read as HTTP — in clear, or after TLS interception with a leaf from the gateway CA —
+// HTTP requests name unrouted hosts (request-relay.ts); relayed stream by stream when it is h2c to
+// an unrouted address (h2c.ts); or read as HTTP (HTTP/1.1, or HTTP/2 by ALPN or prior knowledge) — in clear, or after TLS interception with a leaf from the gateway CA —
 // and every request handed to the proxy's shared exchange, which protects what routes cover and
 // always connects to the original destination address (never to a DNS lookup of the name the app
 // gave). Every request on a connection that could concern a route is read (DESIGN §9).
@@ -22,7 +22,8 @@ import { readPath, targetOf } from '../reading/canonical-path.ts';
 import { requestFacts, type Target } from '../exchange/exchange.ts';
 import { readAbsoluteForm, type TargetReading } from '../reading/request-target.ts';
 import { stripBrackets, type RouteTable } from '../reading/routes.ts';
-import { track } from '../forwarding/tunnel.ts';
+import { INTERCEPT_ALPN, track } from '../forwarding/tunnel.ts';
+import { connectionOf, createH2Front, isH2Request } from '../http2/h2-front.ts';
 import { isTlsHandshake, parseClientHello } from './client-hello.ts';
 import { RouteCoverage } from './coverage.ts';
 import { decideH2cStream, decideOnAccept, decidePlain, decideTls, relayable, type Decision, type DecisionContext } from './decide.ts';
@@ -102,7 +103,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   const http = createHttpServer({ keepAliveTimeout: 30_000 });
   http.on('clientError', deps.onClientError);
   const read = (req: IncomingMessage): TargetReading | undefined => {
-    const info = connections.get(req.socket);
+    const info = connections.get(connectionOf(req));
     return info && requestTarget(req, info, table);
   };
   const onRequest = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
@@ -116,6 +117,9 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
   http.on('request', onRequest(false));
   http.on('checkContinue', onRequest(true));
   http.on('upgrade', deps.onUpgrade(http, read));
+  // HTTP/2: TLS whose ALPN chose h2, and h2c with prior knowledge to a routed address.
+  const h2 = createH2Front('https', { onRequest: onRequest(false) });
+  const h2c = createH2Front('http', { onRequest: onRequest(false) });
 
   const refuse = (socket: Socket, dst: OriginalDestination | undefined, reason: string): void => {
     logger.warn({ listener: 'transparent', dst: dst && `${dst.address}:${dst.port}`, reason }, 'transparent proxy: connection refused');
@@ -174,6 +178,16 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     client.resume();
   };
 
+  /** HTTP/2 with prior knowledge to a routed address: every stream read and served like HTTP/1.1. */
+  const toH2c = (client: Socket, dst: OriginalDestination, first: Buffer): void => {
+    deps.sockets.delete(client);
+    client.unshift(first);
+    track(deps.intercepted, client);
+    connections.set(client, { scheme: 'http', dst, serverName: undefined });
+    // The session reads the socket's handle itself, and the unshifted bytes first: no resume() here.
+    h2c.serve(client);
+  };
+
   const intercept = (client: Socket, dst: OriginalDestination, first: Buffer, decision: Extract<Decision, { action: 'intercept' }>): void => {
     let context;
     try {
@@ -184,13 +198,17 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
     }
     deps.sockets.delete(client);
     client.unshift(first);
-    const tls = new TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
+    const tls = new TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: INTERCEPT_ALPN });
     tls.on('error', () => tls.destroy());
     track(deps.intercepted, tls);
     deps.outer.set(tls, client);
     connections.set(tls, { scheme: 'https', dst, serverName: decision.serverName });
-    // The TLS layer drains what was unshifted and reads the handle itself: no resume() here.
-    http.emit('connection', tls);
+    // The TLS layer drains what was unshifted and reads the handle itself: no resume() here. The
+    // protocol is known once the handshake is done: h2 to the HTTP/2 reader, else HTTP/1.1.
+    tls.once('secure', () => {
+      if (tls.alpnProtocol === 'h2') h2.serve(tls);
+      else http.emit('connection', tls);
+    });
   };
 
   /**
@@ -236,7 +254,7 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
       if (decision.action === 'peek' && buffered.length > MAX_PEEK_BYTES) decision = { action: 'refuse', reason: 'first flight too large to read' };
       if (decision.action === 'peek') return;
       finish();
-      if (early && (decision.action === 'http' || decision.action === 'intercept' || decision.action === 'relay' || decision.action === 'h2c')) {
+      if (early && (decision.action === 'http' || decision.action === 'intercept' || decision.action === 'relay' || decision.action === 'h2c' || decision.action === 'h2')) {
         if (serverSpoke) decision = { action: 'refuse', reason: 'the server spoke first on a connection a route covers' };
         else early.destroy();
       }
@@ -252,6 +270,9 @@ export async function startTransparent(deps: TransparentDeps): Promise<RunningTr
           return;
         case 'h2c':
           relayH2cStreams(client, dst, buffered);
+          return;
+        case 'h2':
+          toH2c(client, dst, buffered);
           return;
         case 'refuse':
           early?.destroy();
@@ -384,7 +405,9 @@ export function requestTarget(req: IncomingMessage, info: ConnectionInfo, table:
   if (!path.ok) return refuse(path.reason);
   let hostHeader: string | undefined;
   let hosts = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].length === 4 && req.rawHeaders[i].toLowerCase() === 'host') hosts++;
+  // HTTP/2: the one host h2-request.ts left in `host` (from :authority, or a Host that agrees with it).
+  if (isH2Request(req)) hosts = req.headers.host === undefined ? 0 : 1;
+  else for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].length === 4 && req.rawHeaders[i].toLowerCase() === 'host') hosts++;
   // Servers disagree on which of two Host headers counts: the route is chosen by it, so refuse.
   if (hosts > 1) return refuse('More than one Host header');
   if (hosts === 1) {

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import type { ProxyRoute, TransparentConfig } from '../../../src/config/types.ts';
 import { createLogger } from '../../../src/core/logger.ts';
 import { Metrics } from '../../../src/core/metrics.ts';
-import { startProxy, type RunningProxy } from '../../../src/proxy/index.ts';
+import { startProxy, type ProxyDeps, type RunningProxy } from '../../../src/proxy/index.ts';
 import type { OriginalDestination } from '../../../src/core/original-destination.ts';
 import { testEngine } from '../../helpers/engine.ts';
 import { proxyConfig, startUpstream, tempDir, upstreamPki, type TestPki, type Upstream } from '../helpers.ts';
@@ -47,6 +47,7 @@ export async function startTransparentProxy(options: {
   hosts?: Record<string, string[]>;
   upstreamCa?: string;
   transparent?: Partial<TransparentConfig>;
+  grpcPhases?: ProxyDeps['grpcPhases'];
 }): Promise<TransparentProxy> {
   const lines: string[] = [];
   const logger = createLogger({
@@ -72,6 +73,7 @@ export async function startTransparentProxy(options: {
       return found;
     },
     transparentOverrides: { originalDestination: () => queue.shift() },
+    ...(options.grpcPhases ? { grpcPhases: options.grpcPhases } : {}),
   });
   return {
     proxy,

@@ -165,10 +165,11 @@ describe('transparent listener (loopback, injected original destinations)', () =
     assert.match(tp.logText(), /not a redirected connection/);
   });
 
-  test('HTTP/2 prior knowledge to a routed address is refused', async () => {
+  test('HTTP/2 prior knowledge to a routed address is read as HTTP/2 (the listener answers with its SETTINGS; ./http2.test.ts reads it)', async () => {
     tp.redirectNext({ address: '127.0.0.2', port: http.port, family: 4 });
     const res = await raw(tp.port, 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-    assert.equal(res.reset, true);
+    // A SETTINGS frame (type 4 on stream 0) comes back: nothing was relayed to the upstream unread.
+    assert.equal(res.data[3], 4);
   });
 
   test('a server-speaks-first protocol on a covered port works: silent client, banner relayed, then spliced', async () => {

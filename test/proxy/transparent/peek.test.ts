@@ -211,7 +211,7 @@ describe('decisions', () => {
     assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'http', host: undefined, clear: false }).action, 'http');
     assert.equal(decidePlain(ctx, dst('127.0.0.2', 80), { kind: 'not-http' }).action, 'refuse');
     assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'not-http' }).action, 'splice');
-    assert.equal(decidePlain(ctx, dst('198.51.100.10', 443), { kind: 'h2-preface' }).action, 'refuse');
+    assert.equal(decidePlain(ctx, dst('198.51.100.10', 443), { kind: 'h2-preface' }).action, 'h2');
     assert.equal(decidePlain(ctx, dst('203.0.113.5', 443), { kind: 'h2-preface' }).action, 'h2c');
   });
 
