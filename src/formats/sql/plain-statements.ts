@@ -55,7 +55,9 @@ class PlainReader {
     const head = this.word(i);
     if (head === 'INSERT') return this.insert(i + 1);
     if (head === 'UPDATE') return this.update(i + 1);
-    if (head === 'DELETE') return this.delete(i + 1);
+    // BigQuery's grammar reads `DELETE FROM t` with FROM as the table name, Snowflake's refuses
+    // `DELETE … WHERE`: their DELETEs stay with the parser, which reads them as it always has.
+    if (head === 'DELETE' && this.dialect.name !== 'bigquery' && this.dialect.name !== 'snowflake') return this.delete(i + 1);
     if (head === 'SELECT') return this.select(i + 1);
     return undefined;
   }
@@ -130,7 +132,8 @@ class PlainReader {
     const outputs: string[] = [];
     let k = i;
     for (;;) {
-      const column = this.name(k);
+      // Unquoted names only: some grammars read a quoted one in a SELECT list as a string, or leave it unnamed.
+      const column = this.tokens[k]?.kind === 'word' ? this.name(k) : undefined;
       if (column === undefined) return undefined;
       outputs.push(column);
       k++;
@@ -244,6 +247,8 @@ class PlainReader {
     if (t.kind === 'ident') {
       // A `"…"` name the server may read as a string is the parser's to read (SQLite, T-SQL).
       if (t.quote === '"' && this.dialect.doubleQuotedNameMayBeString) return undefined;
+      // The SQLite grammar has no [name] in every place a name stands.
+      if (t.quote === '[' && this.dialect.name !== 'transactsql') return undefined;
       return PLAIN_QUOTED.test(t.text) ? t.text : undefined;
     }
     return undefined;

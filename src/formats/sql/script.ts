@@ -142,6 +142,8 @@ export interface SqlStatement {
   readonly bindings: readonly SqlBinding[];
   /** Where the token reading disagreed with the parser (shapes, counts); empty when they agree. */
   readonly mismatches: readonly string[];
+  /** Read on its tokens alone (plain-statements.ts), without the parser. */
+  readonly plain: boolean;
 }
 
 export interface SqlScript {
@@ -162,8 +164,20 @@ export interface SqlScript {
  */
 export type SqlRoute = 'auto' | 'parser';
 
+/** A test's observer of every script read on the 'auto' route (see observeSqlReads). */
+let readObserver: ((sql: string, dialect: SqlDialect, limits: SqlLimits) => void) | undefined;
+
+/**
+ * Lets a test see every script the codec reads, so that the scripts of the other SQL tests can be
+ * read again on both routes and compared (test/formats/sql/paths-agree.test.ts). Undefined stops it.
+ */
+export function observeSqlReads(observer: ((sql: string, dialect: SqlDialect, limits: SqlLimits) => void) | undefined): void {
+  readObserver = observer;
+}
+
 /** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
 export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimits = DEFAULT_SQL_LIMITS, route: SqlRoute = 'auto'): SqlScript {
+  if (route === 'auto') readObserver?.(sql, dialect, limits);
   if (sql.length > limits.maxLength) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script is longer than ${limits.maxLength} characters`);
   }
@@ -408,7 +422,8 @@ class StatementReader {
     const writesTable = (insert?.table ?? facts.createdTable)?.toLowerCase();
     const defaults = this.isWord(seg.first, 'CREATE') || this.isWord(seg.first, 'ALTER') ? this.readDefaults(seg) : [];
     const { readTables, astComparisons, bindings } = facts;
-    return { type, start, end, tables, defaultTable, readTables, writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    const plain = ast === undefined;
+    return { type, start, end, tables, defaultTable, readTables, writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches, plain };
   }
 
   private isWord(i: number, word: string): boolean {
