@@ -190,7 +190,9 @@ class ScriptProtector {
         (st.insert !== undefined && st.insert.columns.length === 0);
       if (touches) throw this.unreadable(st, st.mismatches[0]);
     }
-    // Every comparison the parser saw on a protected column must be one we found on the tokens.
+    // Every comparison the parser saw on a protected column must be one we found on the tokens
+    // (a plain statement lists none: the tokens found every one).
+    if (st.astComparisons.length === 0) return;
     const found = new Map<string, number>();
     for (const cmp of st.comparisons) {
       for (const slot of cmp.slots) {

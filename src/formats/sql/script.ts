@@ -193,7 +193,11 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
   // are hidden too and read on their tokens alone.
   const settled = guardScript(sql, dialect, tokens, segments, positions);
   const plain = new Map<number, PlainStatement>();
-  if (route === 'auto') {
+  // An empty statement (`;;`, a leading `;`) is the parser's to accept or refuse: the script is read as before.
+  let semis = 0;
+  for (const t of tokens) if (t.kind === 'semi') semis++;
+  const emptyStatements = semis !== segments.filter((seg) => seg.semi !== -1).length;
+  if (route === 'auto' && !emptyStatements) {
     segments.forEach((seg, k) => {
       if (settled.has(k)) return;
       const found = readPlainStatement(sql, dialect, tokens, seg.first, seg.end);
@@ -206,7 +210,18 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
     hide.push(tokens[seg.first].start, seg.semi === -1 ? tokens[seg.end - 1].end : tokens[seg.semi].end);
   }
   const skipped = settled.size + plain.size;
-  const parsed = segments.length === skipped ? [] : parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+  let parsed: SqlAst[] = [];
+  if (segments.length !== skipped) {
+    try {
+      parsed = parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+    } catch (err) {
+      // The parser's reading of a statement can depend on its neighbours (T-SQL's grammar splits some
+      // refused text differently by what follows it): any doubt, and the whole script is read as before.
+      if (plain.size > 0 && err instanceof DpgError) return readSqlScript(sql, dialect, limits, 'parser');
+      throw err;
+    }
+    if (plain.size > 0 && parsed.length + skipped !== segments.length) return readSqlScript(sql, dialect, limits, 'parser');
+  }
   const sources: (SqlAst | PlainStatement)[] = [];
   for (let k = 0, p = 0; k < segments.length; k++) sources.push(plain.get(k) ?? (settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
   if (parsed.length + skipped !== segments.length) {

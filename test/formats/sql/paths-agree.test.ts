@@ -191,6 +191,17 @@ describe('the token-level path and the full parser agree', () => {
     });
   }
 
+  it('agrees where the parser decides what a statement is: empty statements, text T-SQL splits by its neighbours', () => {
+    // Found by the fuzz targets (test/fuzz/fixtures/sql-mysql.json, sql-transactsql.json).
+    for (const [name, sql] of [
+      ['mysql', ";\nINSERT INTO customers (ssn) VALUES ('001-01-0001');"],
+      ['mysql', "INSERT INTO customers (ssn) VALUES ('001-01-0001');;"],
+      ['transactsql', "NSERT INTO customers (dateOfBirth) VALUES ('1970-01-01');\nUPDATE customers SET note = 'keep' WHERE id = 1;"],
+    ] as const) {
+      readsAlike({ sql, dialect: sqlDialect(name), limits: DEFAULT_SQL_LIMITS });
+    }
+  });
+
   it('the other SQL tests’ scripts read alike both ways', () => {
     const started = process.cpuUsage();
     assert.ok(recorded.size > 100, `only ${recorded.size} scripts recorded`);
