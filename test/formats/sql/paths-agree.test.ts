@@ -183,7 +183,7 @@ describe('the token-level path and the full parser agree', () => {
           assert.deepEqual(logs[0], logs[1], sql);
           if (!('error' in outputs[0])) assert.deepEqual([...resolved[0]].sort(), [...resolved[1]].sort(), sql);
         }),
-        { numRuns: 120, seed: 21 },
+        { numRuns: 80, seed: 21 },
       );
       // The corpus must exercise the token path, not only the fallback.
       assert.ok(plain >= statements / 5, `${name}: only ${plain} plain statements of ${statements}`);
