@@ -1,11 +1,15 @@
 // SQL codec throughput: protect of a realistic 1,000-statement script (INSERT and UPDATE … WHERE),
-// next to node-sql-parser's own astify + sqlify of the same script (the parse we cannot avoid).
-// Run: node --import ./scripts/ts-loader.mjs bench/sql.bench.ts
+// on the token-level path (plain statements read without the parser, the default) and with every
+// statement read by node-sql-parser (the path before issue 21), in alternating rounds of the same
+// run, in MB per CPU-second of this process; then node-sql-parser's own astify + sqlify.
+// Run: node --import ./scripts/ts-loader.mjs bench/sql.bench.ts   (BENCH_MS sets the time per figure)
 
 import { createRequire } from 'node:module';
 import type { Scalar } from '../src/core/types.ts';
 import type { FieldAction, FieldResolver } from '../src/formats/codec.ts';
 import { protectSql } from '../src/formats/sql/index.ts';
+import { DEFAULT_SQL_LIMITS, type SqlRoute } from '../src/formats/sql/script.ts';
+import { readFileSync } from 'node:fs';
 import { timeLoop } from './timing.ts';
 
 const mask: FieldAction = {
@@ -45,12 +49,44 @@ const sql = buildScript(statements);
 console.log(`script: ${(sql.length / 1024).toFixed(0)} KiB, ${statements} statements (500 two-row INSERTs, 500 UPDATE … WHERE … IN)`);
 const budget = Number(process.env.BENCH_MS ?? 8000);
 
+/** CPU seconds (user + system, this process) per protect of the script on one route. */
+function cpuPerScript(route: SqlRoute, budgetMs: number): number {
+  const start = process.cpuUsage();
+  let runs = 0;
+  for (;;) {
+    protectSql(sql, resolver, {}, DEFAULT_SQL_LIMITS, route);
+    runs++;
+    const used = process.cpuUsage(start);
+    if ((used.user + used.system) / 1000 >= budgetMs) return (used.user + used.system) / 1e6 / runs;
+  }
+}
+
+const loadBefore = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+for (let k = 0; k < 3; k++) {
+  protectSql(sql, resolver, {}, DEFAULT_SQL_LIMITS, 'parser');
+  protectSql(sql, resolver, {}, DEFAULT_SQL_LIMITS, 'auto');
+}
+// Alternating rounds, so both routes see the same load on a shared machine.
+const rounds = 4;
+const cpu: Record<SqlRoute, number[]> = { auto: [], parser: [] };
+for (let r = 0; r < rounds; r++) {
+  cpu.parser.push(cpuPerScript('parser', budget / (2 * rounds)));
+  cpu.auto.push(cpuPerScript('auto', budget / (2 * rounds)));
+}
+const mb = sql.length / 1e6;
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+for (const [route, label] of [['parser', 'full parser for every statement (before issue 21)'], ['auto', 'token-level path for plain statements (default)']] as const) {
+  const seconds = median(cpu[route]);
+  console.log(`${label.padEnd(52)} ${(seconds * 1000).toFixed(1).padStart(7)} CPU ms/script  ${(mb / seconds).toFixed(2).padStart(6)} MB per CPU-second  ${(statements / seconds).toFixed(0).padStart(7)} statements per CPU-second`);
+}
+console.log(`token path ÷ full parser: ${(median(cpu.parser) / median(cpu.auto)).toFixed(2)}×   load average before: ${loadBefore}, after: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+
 const { Parser } = createRequire(import.meta.url)('node-sql-parser/build/mysql.js') as {
   Parser: new () => { astify(s: string, o: object): unknown; sqlify(a: unknown, o: object): string };
 };
 const parser = new Parser();
-const baseline = measure('baseline: node-sql-parser astify + sqlify', budget, statements, () =>
+const baseline = measure('reference: node-sql-parser astify + sqlify (wall)', budget / 4, statements, () =>
   parser.sqlify(parser.astify(sql, { database: 'mysql' }), { database: 'mysql' }),
 );
-const ours = measure('sqlCodec protect (tokenize + parse + splice)', budget, statements, () => protectSql(sql, resolver, {}));
+const ours = measure('sqlCodec protect, default path (wall)', budget / 4, statements, () => protectSql(sql, resolver, {}));
 console.log(`protect costs ${(ours / baseline).toFixed(2)}× the parser's own astify + sqlify`);

@@ -15,6 +15,7 @@ import {
   type ColumnName,
   type LiteralSlot,
   type SqlLimits,
+  type SqlRoute,
   type SqlScript,
   type SqlStatement,
   type ValueItem,
@@ -27,9 +28,9 @@ interface Edit {
 }
 
 /** Protects a SQL script. Throws MALFORMED_DATA_SET, PAYLOAD_TOO_LARGE or INVALID_REQUEST (dialect). */
-export function protectSql(sql: string, resolver: FieldResolver, options: CodecOptions, limits: SqlLimits = DEFAULT_SQL_LIMITS): string {
+export function protectSql(sql: string, resolver: FieldResolver, options: CodecOptions, limits: SqlLimits = DEFAULT_SQL_LIMITS, route: SqlRoute = 'auto'): string {
   const dialect = sqlDialect(options.sqlDialect);
-  const script = readSqlScript(sql, dialect, limits);
+  const script = readSqlScript(sql, dialect, limits, route);
   const protector = new ScriptProtector(script, resolver);
   // A copied column is treated as protected when feeds are collected again, so chains of copies
   // (staging → s2 → customers) are followed to the literal; the sets only grow, so this ends.
@@ -189,7 +190,9 @@ class ScriptProtector {
         (st.insert !== undefined && st.insert.columns.length === 0);
       if (touches) throw this.unreadable(st, st.mismatches[0]);
     }
-    // Every comparison the parser saw on a protected column must be one we found on the tokens.
+    // Every comparison the parser saw on a protected column must be one we found on the tokens
+    // (a plain statement lists none: the tokens found every one).
+    if (st.astComparisons.length === 0) return;
     const found = new Map<string, number>();
     for (const cmp of st.comparisons) {
       for (const slot of cmp.slots) {

@@ -38,7 +38,10 @@ export function parseSqlStatements(sql: string, dialect: SqlDialect, positions: 
     if (err instanceof RangeError) {
       throw new DpgError('MALFORMED_DATA_SET', 'SQL is nested too deeply to parse');
     }
-    const offset = errorOffset(err);
+    // The parser reads the text trimmed: its offsets start after the white space (or blanked
+    // comments and statements) before the first statement.
+    const trimmed = errorOffset(err);
+    const offset = trimmed === undefined ? undefined : trimmed + (sql.length - sql.trimStart().length);
     // The parser's own message quotes the input: keep only the position and say it in our words.
     const where = offset === undefined ? '' : ` at ${positions.describe(offset)}`;
     throw new DpgError('MALFORMED_DATA_SET', `SQL does not parse as ${dialect.name}${where}: syntax error or unsupported construct`);

@@ -7,6 +7,7 @@ import type { SqlDialect } from './dialects.ts';
 import { astColumn, astLiteralKey, AST_COMPARISON_OPS, columnNameOf, record, SYMMETRIC_OPS } from './ast.ts';
 import { collectBindings, type SqlBinding } from './bindings.ts';
 import { parseSqlStatements, type SqlAst } from './parser.ts';
+import { readPlainStatement, type PlainStatement } from './plain-statements.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
 import { decodeString } from './literals.ts';
@@ -141,6 +142,8 @@ export interface SqlStatement {
   readonly bindings: readonly SqlBinding[];
   /** Where the token reading disagreed with the parser (shapes, counts); empty when they agree. */
   readonly mismatches: readonly string[];
+  /** Read on its tokens alone (plain-statements.ts), without the parser. */
+  readonly plain: boolean;
 }
 
 export interface SqlScript {
@@ -155,8 +158,26 @@ export interface SqlScript {
   readonly valuesNames: ReadonlySet<number>;
 }
 
+/**
+ * How statements are read: 'auto' reads plain statements on their tokens and the rest with the
+ * parser; 'parser' reads every statement with the parser (the reference the token path is tested against).
+ */
+export type SqlRoute = 'auto' | 'parser';
+
+/** A test's observer of every script read on the 'auto' route (see observeSqlReads). */
+let readObserver: ((sql: string, dialect: SqlDialect, limits: SqlLimits) => void) | undefined;
+
+/**
+ * Lets a test see every script the codec reads, so that the scripts of the other SQL tests can be
+ * read again on both routes and compared (test/formats/sql/paths-agree.test.ts). Undefined stops it.
+ */
+export function observeSqlReads(observer: ((sql: string, dialect: SqlDialect, limits: SqlLimits) => void) | undefined): void {
+  readObserver = observer;
+}
+
 /** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
-export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimits = DEFAULT_SQL_LIMITS): SqlScript {
+export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimits = DEFAULT_SQL_LIMITS, route: SqlRoute = 'auto'): SqlScript {
+  if (route === 'auto') readObserver?.(sql, dialect, limits);
   if (sql.length > limits.maxLength) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script is longer than ${limits.maxLength} characters`);
   }
@@ -168,24 +189,49 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script has more than ${limits.maxStatements} statements`);
   }
   // Statements the guard settles itself (SET NAMES, which the parser's grammars lack) are hidden
-  // from the parser and stand in the list as bare `set` trees.
+  // from the parser and stand in the list as bare `set` trees; plain statements (plain-statements.ts)
+  // are hidden too and read on their tokens alone.
   const settled = guardScript(sql, dialect, tokens, segments, positions);
+  const plain = new Map<number, PlainStatement>();
+  // An empty statement (`;;`, a leading `;`) is the parser's to accept or refuse: the script is read as before.
+  let semis = 0;
+  for (const t of tokens) if (t.kind === 'semi') semis++;
+  const emptyStatements = semis !== segments.filter((seg) => seg.semi !== -1).length;
+  if (route === 'auto' && !emptyStatements) {
+    segments.forEach((seg, k) => {
+      if (settled.has(k)) return;
+      const found = readPlainStatement(sql, dialect, tokens, seg.first, seg.end);
+      if (found !== undefined) plain.set(k, found);
+    });
+  }
   const hide = [...hidden];
-  for (const k of settled) {
+  for (const k of [...settled, ...plain.keys()]) {
     const seg = segments[k];
     hide.push(tokens[seg.first].start, seg.semi === -1 ? tokens[seg.end - 1].end : tokens[seg.semi].end);
   }
-  const parsed = segments.length === settled.size ? [] : parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
-  const asts: SqlAst[] = [];
-  for (let k = 0, p = 0; k < segments.length; k++) asts.push(settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {}));
-  if (parsed.length + settled.size !== segments.length) {
+  const skipped = settled.size + plain.size;
+  let parsed: SqlAst[] = [];
+  if (segments.length !== skipped) {
+    try {
+      parsed = parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+    } catch (err) {
+      // The parser's reading of a statement can depend on its neighbours (T-SQL's grammar splits some
+      // refused text differently by what follows it): any doubt, and the whole script is read as before.
+      if (plain.size > 0 && err instanceof DpgError) return readSqlScript(sql, dialect, limits, 'parser');
+      throw err;
+    }
+    if (plain.size > 0 && parsed.length + skipped !== segments.length) return readSqlScript(sql, dialect, limits, 'parser');
+  }
+  const sources: (SqlAst | PlainStatement)[] = [];
+  for (let k = 0, p = 0; k < segments.length; k++) sources.push(plain.get(k) ?? (settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
+  if (parsed.length + skipped !== segments.length) {
     throw new DpgError(
       'MALFORMED_DATA_SET',
-      `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + settled.size}); end every statement with ';'`,
+      `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + skipped}); end every statement with ';'`,
     );
   }
   const reader = new StatementReader(sql, dialect, tokens);
-  const statements = segments.map((seg, k) => reader.read(seg, asts[k]));
+  const statements = segments.map((seg, k) => reader.read(seg, sources[k]));
   const variables = new Map<string, VariableAssignment[]>();
   for (const seg of segments) reader.readVariableAssignments(seg, variables);
   return { sql, dialect, positions, tokens, statements, variables, valuesNames: reader.valuesNames };
@@ -339,9 +385,12 @@ class StatementReader {
     }
   }
 
-  read(seg: Segment, ast: SqlAst): SqlStatement {
-    const type = typeof ast.type === 'string' ? ast.type : 'unknown';
-    const tables = tableMap(ast);
+  /** Reads a statement with what the parser's tree says about it, or (plain statements) what its tokens say. */
+  read(seg: Segment, source: SqlAst | PlainStatement): SqlStatement {
+    const facts = isPlain(source) ? plainFacts(source) : treeFacts(source, this.dialect);
+    const ast = facts.ast;
+    const type = facts.type;
+    const tables = facts.tables;
     const distinct = new Set(tables.values());
     const defaultTable = distinct.size === 1 ? [...distinct][0] : undefined;
     const mismatches: string[] = [];
@@ -351,7 +400,7 @@ class StatementReader {
     let insertWithoutColumns = false;
 
     if (type === 'insert' || type === 'replace') {
-      const table = firstTableName(ast.table) ?? defaultTable ?? '';
+      const table = facts.insertTable ?? defaultTable ?? '';
       const shape = this.readInsert(seg, table, ast, mismatches);
       insert = shape;
       if (shape.columns.length === 0 && shape.rows.some((row) => row.some((item) => item.literal !== undefined || item.inner.length > 0))) {
@@ -361,15 +410,17 @@ class StatementReader {
       if (dup !== -1) assignmentLists.push({ table, items: this.readAssignments(dup, seg, assignmentEquals), clauseStart: this.tokens[dup - 4].start, emptyClause: '' });
       const conflict = this.findSequence(seg, ['DO', 'UPDATE', 'SET']);
       if (conflict !== -1) assignmentLists.push({ table, items: this.readAssignments(conflict, seg, assignmentEquals), clauseStart: this.tokens[conflict - 3].start, emptyClause: 'DO NOTHING' });
-      const astLists = [astSetList(record(ast.on_duplicate_update)?.set), astSetList(record(record(record(ast.conflict)?.action)?.expr)?.set)];
-      const expected = astLists.filter((l) => l !== undefined).map((l) => l!.length);
-      const found = assignmentLists.map((l) => l.items.length);
-      if (expected.join() !== found.join()) mismatches.push('ON DUPLICATE KEY / ON CONFLICT assignments');
+      if (ast !== undefined) {
+        const astLists = [astSetList(record(ast.on_duplicate_update)?.set), astSetList(record(record(record(ast.conflict)?.action)?.expr)?.set)];
+        const expected = astLists.filter((l) => l !== undefined).map((l) => l!.length);
+        const found = assignmentLists.map((l) => l.items.length);
+        if (expected.join() !== found.join()) mismatches.push('ON DUPLICATE KEY / ON CONFLICT assignments');
+      }
     } else if (type === 'update') {
       const set = this.findSequence(seg, ['SET']);
       const items = set === -1 ? [] : this.readAssignments(set, seg, assignmentEquals);
       assignmentLists.push({ table: defaultTable, items, clauseStart: undefined, emptyClause: '' });
-      const astItems = astSetList(ast.set) ?? [];
+      const astItems = ast === undefined ? facts.setColumns : (astSetList(ast.set) ?? []);
       if (astItems.length !== items.length) mismatches.push('SET assignments');
       else {
         for (let k = 0; k < items.length; k++) {
@@ -380,15 +431,14 @@ class StatementReader {
     }
 
     const comparisons = this.readComparisons(seg, assignmentEquals);
-    const astComparisons: AstComparison[] = [];
-    collectAstComparisons(ast, this.dialect, astComparisons, 0);
-    const bindings = collectBindings(ast, this.dialect);
 
     const start = this.tokens[seg.first].start;
     const end = seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end;
-    const writesTable = (insert?.table ?? createdTable(ast))?.toLowerCase();
+    const writesTable = (insert?.table ?? facts.createdTable)?.toLowerCase();
     const defaults = this.isWord(seg.first, 'CREATE') || this.isWord(seg.first, 'ALTER') ? this.readDefaults(seg) : [];
-    return { type, start, end, tables, defaultTable, readTables: readTablesOf(ast), writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches };
+    const { readTables, astComparisons, bindings } = facts;
+    const plain = ast === undefined;
+    return { type, start, end, tables, defaultTable, readTables, writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches, plain };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -421,7 +471,7 @@ class StatementReader {
     return parts;
   }
 
-  private readInsert(seg: Segment, table: string, ast: SqlAst, mismatches: string[]): InsertShape {
+  private readInsert(seg: Segment, table: string, ast: SqlAst | undefined, mismatches: string[]): InsertShape {
     const base = this.depth[seg.first];
     let columns: ColumnName[] = [];
     let i = seg.first + 1;
@@ -478,7 +528,7 @@ class StatementReader {
         break;
       }
     }
-    this.checkInsert(ast, columns, rows, mismatches);
+    if (ast !== undefined) this.checkInsert(ast, columns, rows, mismatches);
     return { table, columns, rows };
   }
 
@@ -928,6 +978,66 @@ export function tokenLiteralKey(sql: string, slot: LiteralSlot): string {
       // Strings compare by kind only: grammars disagree on whether the tree holds them raw or unescaped.
       return 's';
   }
+}
+
+/** What the statement reader takes from the parser's tree. */
+interface TreeFacts {
+  readonly type: string;
+  readonly tables: Map<string, string>;
+  /** INSERT: the table the tree names first. */
+  readonly insertTable: string | undefined;
+  readonly readTables: string[];
+  readonly createdTable: string | undefined;
+  readonly astComparisons: AstComparison[];
+  readonly bindings: SqlBinding[];
+  /** The tree, for the shape cross-checks; undefined for a plain statement. */
+  readonly ast: SqlAst | undefined;
+  /** A plain UPDATE's SET targets (the tree's are read from `ast`). */
+  readonly setColumns: readonly string[];
+}
+
+function treeFacts(ast: SqlAst, dialect: SqlDialect): TreeFacts {
+  const astComparisons: AstComparison[] = [];
+  collectAstComparisons(ast, dialect, astComparisons, 0);
+  return {
+    type: typeof ast.type === 'string' ? ast.type : 'unknown',
+    tables: tableMap(ast),
+    insertTable: firstTableName(ast.table),
+    readTables: readTablesOf(ast),
+    createdTable: createdTable(ast),
+    astComparisons,
+    bindings: collectBindings(ast, dialect),
+    ast,
+    setColumns: [],
+  };
+}
+
+function isPlain(source: SqlAst | PlainStatement): source is PlainStatement {
+  return source.plain === true;
+}
+
+/**
+ * The same facts for a plain statement (plain-statements.ts), as the tree would give them: its SET
+ * list and SELECT outputs are bindings that read no other column; FROM is the table read. The
+ * comparisons the tree would list are the ones the tokens find, since every condition is
+ * `column op literal`: the cross-check has nothing to add, so none are listed.
+ */
+function plainFacts(plain: PlainStatement): TreeFacts {
+  const bindings: SqlBinding[] = [];
+  for (const column of plain.setColumns) bindings.push({ columns: [column], qualifier: undefined, literal: false, reads: [], construct: 'a SET list', copies: true });
+  for (const column of plain.outputs) bindings.push({ columns: [column], qualifier: undefined, literal: false, reads: [column.toLowerCase()], construct: 'a SELECT list', copies: true });
+  const reads = plain.type === 'select' || plain.type === 'delete';
+  return {
+    type: plain.type,
+    tables: new Map([[plain.table.toLowerCase(), plain.table]]),
+    insertTable: plain.type === 'insert' ? plain.table : undefined,
+    readTables: reads ? [plain.table.toLowerCase()] : [],
+    createdTable: undefined,
+    astComparisons: [],
+    bindings,
+    ast: undefined,
+    setColumns: plain.setColumns,
+  };
 }
 
 function astSetList(value: unknown): unknown[] | undefined {

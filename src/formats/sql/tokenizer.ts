@@ -166,8 +166,11 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     return false;
   };
 
+  // The helpers below return the offset to go on from rather than setting `i`: a variable an inner
+  // function writes lives in a heap context, and `i` is touched for every character.
+
   /** A line comment at `at` (its marker `width` long) runs to the end of the line. */
-  const lineComment = (at: number, width: number): void => {
+  const lineComment = (at: number, width: number): number => {
     if (execOpen >= 0) throw malformed(positions, at, 'a line comment inside an executable comment (/*! … */) is read differently by MySQL and MariaDB versions');
     let eol = sql.indexOf('\n', at + width);
     if (eol === -1) eol = n;
@@ -177,11 +180,11 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       throw malformed(positions, cr, 'a line comment ending in a bare carriage return is read differently by different servers');
     }
     hidden.push(at, eol);
-    i = eol === n ? n : eol + 1;
+    return eol === n ? n : eol + 1;
   };
 
   /** A block comment from the `/*` at `at`, nesting as the dialect does. */
-  const blockComment = (at: number): void => {
+  const blockComment = (at: number): number => {
     let level = 1;
     let j = at + 2;
     while (level > 0) {
@@ -200,19 +203,19 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       j = close + 2;
     }
     hidden.push(at, j);
-    i = j;
+    return j;
   };
 
   /**
    * `/*!`, `/*!NNNNN`, `/*M!`, `/*M!NNNNN` (MySQL family): the server runs the text inside, so it
    * is read as SQL. `/*!` alone always runs; a version, or MariaDB's M, makes it depend on the
-   * server, and script.ts accepts such text only as whole statements. Returns false for a plain comment.
+   * server, and script.ts accepts such text only as whole statements. Returns -1 for a plain comment.
    */
-  const executableComment = (at: number): boolean => {
+  const executableComment = (at: number): number => {
     let j = at + 2;
     const mariadb = sql.charCodeAt(j) === 77; // M
     if (mariadb) j++;
-    if (sql.charCodeAt(j) !== 33) return false; // '!'
+    if (sql.charCodeAt(j) !== 33) return -1; // '!'
     j++;
     const digitsStart = j;
     while (isDigit(sql.charCodeAt(j))) j++;
@@ -223,8 +226,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     execOpen = at;
     condition = mariadb || digits > 0 ? sql.slice(at + 2, j) : '';
     hidden.push(at, j);
-    i = j;
-    return true;
+    return j;
   };
 
   while (i < n) {
@@ -246,18 +248,18 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       const next = sql.charCodeAt(i + 2);
       // MySQL: white space or a control character must follow (the end of the text counts).
       if (!dialect.dashCommentNeedsSpace || next !== next || next <= 32 || next === 127) {
-        lineComment(i, 2);
+        i = lineComment(i, 2);
         continue;
       }
     }
     if ((c === 35 && dialect.hashComments) || (c === 47 && sql.charCodeAt(i + 1) === 47 && dialect.slashSlashComments)) {
-      lineComment(i, c === 35 ? 1 : 2);
+      i = lineComment(i, c === 35 ? 1 : 2);
       continue;
     }
     if (c === 47 && sql.charCodeAt(i + 1) === 42) {
       if (execOpen >= 0) throw malformed(positions, i, 'a comment inside an executable comment (/*! … */) is read differently by MySQL and MariaDB versions');
-      if (dialect.executableComments && executableComment(i)) continue;
-      blockComment(i);
+      const executable = dialect.executableComments ? executableComment(i) : -1;
+      i = executable === -1 ? blockComment(i) : executable;
       continue;
     }
     // strings and quoted identifiers

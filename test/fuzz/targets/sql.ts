@@ -1,7 +1,9 @@
 // SQL codec, one target per dialect: INSERT, UPDATE and SELECT statements over customer records,
 // damaged ones and raw hostile text, through the engine with the dialect in the request context.
 
-import { SQL_DIALECTS } from '../../../src/formats/sql/dialects.ts';
+import { SQL_DIALECTS, sqlDialect } from '../../../src/formats/sql/dialects.ts';
+import { DEFAULT_SQL_LIMITS } from '../../../src/formats/sql/script.ts';
+import { readsAlike } from '../../formats/sql/read-both-ways.ts';
 import type { FuzzTarget } from '../harness.ts';
 import { checkDocument, documentArb, type DocumentInput, type Row } from './documents.ts';
 
@@ -22,9 +24,12 @@ function writeSql(rows: readonly Row[]): string {
 export function sqlTarget(dialect: string): FuzzTarget<DocumentInput> {
   return {
     name: `sql-${dialect}`,
-    covers: `SQL codec (src/formats/sql), dialect ${dialect}, through the engine: Mask, Pseudonymise→Reconstruct, Encrypt→Decrypt`,
+    covers: `SQL codec (src/formats/sql), dialect ${dialect}, through the engine: Mask, Pseudonymise→Reconstruct, Encrypt→Decrypt; the token-level path and the full parser read it alike`,
     arbitrary: documentArb(writeSql, dialect),
-    check: (input) => checkDocument('SQL', input),
+    check: (input) => {
+      readsAlike({ sql: input.text, dialect: sqlDialect(dialect), limits: DEFAULT_SQL_LIMITS });
+      checkDocument('SQL', input);
+    },
     cost: 12,
   };
 }

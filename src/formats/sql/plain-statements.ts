@@ -1,0 +1,270 @@
+// The token-level path: recognises, on the tokens alone, the statements whose every value is a plain
+// literal in a place that names its column, so node-sql-parser's tree would add nothing the codec
+// uses. Most of what clients send is of this kind:
+//
+//   INSERT INTO t (a, b) VALUES (lit, lit), (lit, lit)
+//   UPDATE t SET a = lit, b = lit [WHERE conditions]
+//   DELETE FROM t [WHERE conditions]
+//   SELECT a, b FROM t [WHERE conditions]
+//
+// where a condition is `col op lit`, `col [NOT] IN (lit, …)`, `col [NOT] BETWEEN lit AND lit`,
+// `col [NOT] LIKE lit` or `col IS [NOT] NULL`, joined by AND / OR. Anything else — an alias, a
+// function, a parenthesised condition, a keyword where a name stands, a prefixed or typed literal,
+// a variable or parameter — is left to the full parser (DESIGN §9: when in doubt, the parser reads
+// it). test/formats/sql/paths-agree.test.ts holds both readings to the same result.
+
+import type { SqlDialect } from './dialects.ts';
+import { PARSER_RESERVED_WORDS } from './reserved-words.ts';
+import type { SqlToken } from './tokenizer.ts';
+
+/** What node-sql-parser's tree says about a plain statement, read off its tokens instead. */
+export interface PlainStatement {
+  readonly plain: true;
+  readonly type: 'insert' | 'update' | 'delete' | 'select';
+  /** The table as the parser names it: the last part, quotes removed, case as written. */
+  readonly table: string;
+  /** SELECT: the output columns, as written (unqualified names). */
+  readonly outputs: readonly string[];
+  /** UPDATE: the SET targets, as written. */
+  readonly setColumns: readonly string[];
+}
+
+const COMPARISON = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
+/** Plain unquoted names; `$` and letters beyond ASCII are read differently by the parser's grammars. */
+const PLAIN_WORD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A quoted name with nothing the grammars could read two ways: no quotes, escapes or control characters. */
+const PLAIN_QUOTED = /^[A-Za-z0-9_ $#@.-]+$/;
+/** Unsigned decimal numbers every grammar reads as one number token. */
+const PLAIN_NUMBER = /^(?:\d+(?:\.\d+)?)$/;
+
+/** Reads the statement in tokens [first, end) (its `;` excluded) as a plain statement, or undefined. */
+export function readPlainStatement(sql: string, dialect: SqlDialect, tokens: readonly SqlToken[], first: number, end: number): PlainStatement | undefined {
+  return new PlainReader(sql, dialect, tokens, end).statement(first);
+}
+
+class PlainReader {
+  constructor(
+    private readonly sql: string,
+    private readonly dialect: SqlDialect,
+    private readonly tokens: readonly SqlToken[],
+    private readonly end: number,
+  ) {}
+
+  statement(i: number): PlainStatement | undefined {
+    for (let k = i; k < this.end; k++) if (this.tokens[k].condition !== '') return undefined;
+    const head = this.word(i);
+    if (head === 'INSERT') return this.insert(i + 1);
+    if (head === 'UPDATE') return this.update(i + 1);
+    // BigQuery's grammar reads `DELETE FROM t` with FROM as the table name, Snowflake's refuses
+    // `DELETE … WHERE`: their DELETEs stay with the parser, which reads them as it always has.
+    if (head === 'DELETE' && this.dialect.name !== 'bigquery' && this.dialect.name !== 'snowflake') return this.delete(i + 1);
+    if (head === 'SELECT') return this.select(i + 1);
+    return undefined;
+  }
+
+  private insert(i: number): PlainStatement | undefined {
+    if (this.word(i) !== 'INTO') return undefined;
+    const table = this.table(i + 1);
+    if (table === undefined) return undefined;
+    let k = table[1];
+    if (!this.is(k, 'open')) return undefined;
+    let columns = 0;
+    k++;
+    for (;;) {
+      if (this.name(k) === undefined) return undefined;
+      columns++;
+      k++;
+      if (this.is(k, 'comma')) k++;
+      else if (this.is(k, 'close')) break;
+      else return undefined;
+    }
+    k++;
+    if (this.word(k) !== 'VALUES') return undefined;
+    k++;
+    for (;;) {
+      if (!this.is(k, 'open')) return undefined;
+      k++;
+      let values = 0;
+      for (;;) {
+        const next = this.value(k);
+        if (next === -1) return undefined;
+        values++;
+        k = next;
+        if (this.is(k, 'comma')) k++;
+        else if (this.is(k, 'close')) break;
+        else return undefined;
+      }
+      if (values !== columns) return undefined;
+      k++;
+      if (k === this.end) return { plain: true, type: 'insert', table: table[0], outputs: [], setColumns: [] };
+      if (!this.is(k, 'comma')) return undefined;
+      k++;
+    }
+  }
+
+  private update(i: number): PlainStatement | undefined {
+    const table = this.table(i);
+    if (table === undefined || this.word(table[1]) !== 'SET') return undefined;
+    let k = table[1] + 1;
+    const setColumns: string[] = [];
+    for (;;) {
+      const column = this.name(k);
+      if (column === undefined || !this.isOp(k + 1, '=')) return undefined;
+      const next = this.value(k + 2);
+      if (next === -1) return undefined;
+      setColumns.push(column);
+      k = next;
+      if (this.is(k, 'comma')) k++;
+      else break;
+    }
+    if (!this.where(k)) return undefined;
+    return { plain: true, type: 'update', table: table[0], outputs: [], setColumns };
+  }
+
+  private delete(i: number): PlainStatement | undefined {
+    if (this.word(i) !== 'FROM') return undefined;
+    const table = this.table(i + 1);
+    if (table === undefined || !this.where(table[1])) return undefined;
+    return { plain: true, type: 'delete', table: table[0], outputs: [], setColumns: [] };
+  }
+
+  private select(i: number): PlainStatement | undefined {
+    const outputs: string[] = [];
+    let k = i;
+    for (;;) {
+      // Unquoted names only: some grammars read a quoted one in a SELECT list as a string, or leave it unnamed.
+      const column = this.tokens[k]?.kind === 'word' ? this.name(k) : undefined;
+      if (column === undefined) return undefined;
+      outputs.push(column);
+      k++;
+      if (this.is(k, 'comma')) k++;
+      else break;
+    }
+    if (this.word(k) !== 'FROM') return undefined;
+    const table = this.table(k + 1);
+    if (table === undefined || !this.where(table[1])) return undefined;
+    return { plain: true, type: 'select', table: table[0], outputs, setColumns: [] };
+  }
+
+  /** The end of the statement, or `WHERE` and conditions joined by AND / OR up to it. */
+  private where(i: number): boolean {
+    if (i === this.end) return true;
+    if (this.word(i) !== 'WHERE') return false;
+    let k = i + 1;
+    for (;;) {
+      k = this.condition(k);
+      if (k === -1) return false;
+      if (k === this.end) return true;
+      const join = this.word(k);
+      if (join !== 'AND' && join !== 'OR') return false;
+      k++;
+    }
+  }
+
+  /** One `column op literal` condition at i; returns the index after it, or -1. */
+  private condition(i: number): number {
+    let k = this.columnRef(i);
+    if (k === -1) return -1;
+    const t = this.tokens[k];
+    if (t === undefined) return -1;
+    // Comparisons take unsigned literals only: a sign there is an expression to some grammars.
+    if (t.kind === 'op' && COMPARISON.has(t.text)) return this.literal(k + 1, false);
+    if (this.word(k) === 'IS') {
+      k++;
+      if (this.word(k) === 'NOT') k++;
+      return this.word(k) === 'NULL' ? k + 1 : -1;
+    }
+    if (this.word(k) === 'NOT') k++;
+    const op = this.word(k);
+    if (op === 'LIKE') return this.literal(k + 1, false);
+    if (op === 'BETWEEN') {
+      const low = this.literal(k + 1, false);
+      return low !== -1 && this.word(low) === 'AND' ? this.literal(low + 1, false) : -1;
+    }
+    if (op === 'IN') {
+      k++;
+      if (!this.is(k, 'open')) return -1;
+      k++;
+      for (;;) {
+        k = this.literal(k, false);
+        if (k === -1) return -1;
+        if (this.is(k, 'comma')) k++;
+        else if (this.is(k, 'close')) return k + 1;
+        else return -1;
+      }
+    }
+    return -1;
+  }
+
+  /** `name` or `qualifier.name` at i; returns the index after it, or -1. */
+  private columnRef(i: number): number {
+    if (this.name(i) === undefined) return -1;
+    if (!this.is(i + 1, 'dot')) return i + 1;
+    return this.name(i + 2) === undefined ? -1 : i + 3;
+  }
+
+  /** A table: `name` or `schema.name`; returns the parser's name for it and the index after it. */
+  private table(i: number): [string, number] | undefined {
+    const first = this.name(i);
+    if (first === undefined) return undefined;
+    if (!this.is(i + 1, 'dot')) return [first, i + 1];
+    const second = this.name(i + 2);
+    return second === undefined || this.is(i + 3, 'dot') ? undefined : [second, i + 3];
+  }
+
+  /** A VALUES item or SET value: a literal, numbers signed or not. */
+  private value(i: number): number {
+    return this.literal(i, true);
+  }
+
+  /** A plain literal at i — an unprefixed string, a decimal number, NULL, TRUE, FALSE; returns the index after it, or -1. */
+  private literal(i: number, signed: boolean): number {
+    const t = this.tokens[i];
+    if (t === undefined || i >= this.end) return -1;
+    let end = -1;
+    if (t.kind === 'string') end = t.prefix === '' && t.quote !== '$' ? i + 1 : -1;
+    else if (t.kind === 'number') end = PLAIN_NUMBER.test(this.sql.slice(t.start, t.end)) ? i + 1 : -1;
+    else if (t.kind === 'word') end = t.text === 'NULL' || t.text === 'TRUE' || t.text === 'FALSE' ? i + 1 : -1;
+    else if (signed && t.kind === 'op' && t.text === '-') {
+      const num = this.tokens[i + 1];
+      end = num !== undefined && i + 1 < this.end && num.kind === 'number' && num.start === t.end && PLAIN_NUMBER.test(this.sql.slice(num.start, num.end)) ? i + 2 : -1;
+    }
+    if (end === -1) return -1;
+    // Whatever follows a value must end it: an operator, `(`, `.` or `::` would make it an expression.
+    const after = this.tokens[end];
+    if (end < this.end && after !== undefined && (after.kind === 'op' || after.kind === 'open' || after.kind === 'dot' || after.kind === 'string' || after.kind === 'number')) return -1;
+    return end;
+  }
+
+  /** A plain name at i (unquoted and not a keyword, or quoted without anything to escape), as written. */
+  private name(i: number): string | undefined {
+    const t = this.tokens[i];
+    if (t === undefined || i >= this.end) return undefined;
+    if (t.kind === 'word') {
+      const raw = this.sql.slice(t.start, t.end);
+      return PLAIN_WORD.test(raw) && !PARSER_RESERVED_WORDS.has(t.text) ? raw : undefined;
+    }
+    if (t.kind === 'ident') {
+      // A `"…"` name the server may read as a string is the parser's to read (SQLite, T-SQL).
+      if (t.quote === '"' && this.dialect.doubleQuotedNameMayBeString) return undefined;
+      // The SQLite grammar has no [name] in every place a name stands.
+      if (t.quote === '[' && this.dialect.name !== 'transactsql') return undefined;
+      return PLAIN_QUOTED.test(t.text) ? t.text : undefined;
+    }
+    return undefined;
+  }
+
+  private word(i: number): string | undefined {
+    const t = this.tokens[i];
+    return t !== undefined && i < this.end && t.kind === 'word' ? t.text : undefined;
+  }
+
+  private is(i: number, kind: SqlToken['kind']): boolean {
+    return i < this.end && this.tokens[i]?.kind === kind;
+  }
+
+  private isOp(i: number, op: string): boolean {
+    const t = this.tokens[i];
+    return i < this.end && t !== undefined && t.kind === 'op' && t.text === op;
+  }
+}
