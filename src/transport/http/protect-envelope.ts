@@ -9,11 +9,10 @@
 
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
-import { parseJobRequest } from '../../engine/request.ts';
 import type { Engine } from '../../engine/types.ts';
 import { topLevelMember } from '../../formats/json/text.ts';
 import { decodeBase64Strict } from './base64-decoder.ts';
-import { jobFieldsOf, parseJsonObject } from './exchange.ts';
+import { jobOfBody, parseJsonObject } from './exchange.ts';
 import { decodeUtf8, type BodyEncoding } from './protect-headers.ts';
 
 /** What the request's headers said, read on the event loop before the body. */
@@ -36,9 +35,7 @@ export interface OpenEnvelope {
 export function openEnvelope(bytes: Buffer, h: EnvelopeHeaders): OpenEnvelope {
   const text = decodeUtf8(bytes, 'The request body');
   const body = parseJsonObject(text, 'The request body');
-  const job = parseJobRequest(
-    jobFieldsOf(body, { dataSetType: h.dataSetType, sqlDialect: h.sqlDialect, requestId: h.requestId, fallbackRequestId: h.fallbackRequestId }),
-  );
+  const job = jobOfBody(body, { dataSetType: h.dataSetType, sqlDialect: h.sqlDialect, requestId: h.requestId, fallbackRequestId: h.fallbackRequestId });
   return {
     job,
     protect(engine) {
