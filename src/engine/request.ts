@@ -55,8 +55,11 @@ const MAX_CLAIMS = 64;
  * `thirdPartyId` and `dataUsageId` 0 mean "not given", as in gRPC's proto3 (docs/keys.md).
  * `snapshotDate` is for Reconstruct and Decrypt only (new data always uses the key version active
  * now), must carry a time zone and must not lie in the future.
+ * `doorRequestId`: an id the door minted itself or already took through `acceptedRequestId` (an
+ * X-Request-Id header); it is used as is when `raw.requestId` is absent, since scanning it again
+ * would only repeat the check, at a few microseconds per request.
  */
-export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetType = 'JSON', now: number = Date.now()): JobSpec {
+export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetType = 'JSON', now: number = Date.now(), doorRequestId?: string): JobSpec {
   const problems: ValueFailure[] = [];
   const fail = (location: string, reason: string): undefined => {
     problems.push({ location, reason });
@@ -140,7 +143,7 @@ export function parseJobRequest(raw: RawJobRequest, defaultDataSetType: DataSetT
   }
 
   const context: RequestContext = {
-    requestId: requestId ?? randomUUID(),
+    requestId: requestId ?? doorRequestId ?? randomUUID(),
     countryCode: country('countryCode'),
     dataOwningCountryCode: country('dataOwningCountryCode'),
     dataUsageId: int32('dataUsageId'),

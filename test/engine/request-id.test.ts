@@ -10,6 +10,7 @@ import { Metadata } from '@grpc/grpc-js';
 import { acceptedRequestId } from '../../src/engine/request-id.ts';
 import { parseJobRequest } from '../../src/engine/request.ts';
 import { clientRequestIdFrom } from '../../src/transport/http/request-id.ts';
+import { jobOfBody } from '../../src/transport/http/exchange.ts';
 import { pickRequestId } from '../../src/transport/grpc/protect-values.ts';
 
 const PERSONAL = ['4111111111111111', '4111-1111-1111-1111', 'req-4111111111111111-1', '123-45-6789', '415-555-0132', 'DE89370400440532013000', '192.0.2.10', '2001:db8::1'];
@@ -36,6 +37,18 @@ describe('client request ids (finding 9)', () => {
     assert.match(job.context.requestId, UUID);
     assert.equal(parseJobRequest({ manifestName: 'customer', jobType: 'Mask', requestId: 'job-42' }).context.requestId, 'job-42');
     assert.throws(() => parseJobRequest({ manifestName: 'customer', jobType: 'Mask', requestId: 'a b' }), /could not|invalid|requestId/i);
+  });
+
+  it("HTTP bodies: the header's id wins, then the body's, then the door's own (checked once, not again)", () => {
+    const body = (requestId?: string) => ({ manifestName: 'customer', jobType: 'Mask', ...(requestId === undefined ? {} : { requestId }) });
+    const ids = (header: string | undefined, door = 'door-1') => ({ dataSetType: 'JSON', sqlDialect: undefined, requestId: header, fallbackRequestId: door });
+    assert.equal(jobOfBody(body(), ids(undefined)).context.requestId, 'door-1');
+    assert.equal(jobOfBody(body('job-42'), ids(undefined)).context.requestId, 'job-42');
+    assert.equal(jobOfBody(body('job-42'), ids('hdr-7')).context.requestId, 'hdr-7');
+    assert.equal(jobOfBody(body('a b'), ids('hdr-7')).context.requestId, 'hdr-7');
+    // A body's id holding personal data is dropped for the door's fresh one; a malformed one is refused.
+    assert.equal(jobOfBody(body('4111111111111111'), ids(undefined)).context.requestId, 'door-1');
+    assert.throws(() => jobOfBody(body('a b'), ids(undefined)), /requestId/);
   });
 
   it('gRPC: request_id, then x-request-id metadata, then a fresh id', () => {

@@ -50,15 +50,18 @@ class TextProtector {
    * recorded in the order a one-by-one walk records them.
    */
   private pendingAction: FieldAction | undefined;
-  private readonly pendingValues: string[] = [];
+  private pendingValues: string[] = [];
   /** [start, end) of each waiting string's token, two numbers a value. */
-  private readonly pendingSpans: number[] = [];
+  private pendingSpans: number[] = [];
   /** Where each waiting string sits: the trail when it was read, and its own key or index. */
-  private readonly pendingTrails: (readonly (string | number)[])[] = [];
-  private readonly pendingLast: (string | number | undefined)[] = [];
+  private pendingTrails: (readonly (string | number)[])[] = [];
+  private pendingLast: (string | number | undefined)[] = [];
   /** The member being read, for `memberLocation` (one function for all members, no closure each). */
   private memberKey = '';
   private readonly memberLocation = (): string => this.locationTo(this.memberKey);
+  /** The scalar being protected, for `scalarLocation` (called, if at all, before apply returns). */
+  private scalarLast: string | number | undefined;
+  private readonly scalarLocation = (): string => this.locationTo(this.scalarLast);
 
   constructor(
     private readonly reader: JsonText,
@@ -94,14 +97,15 @@ class TextProtector {
     const action = this.pendingAction;
     if (action === undefined) return;
     this.pendingAction = undefined;
-    const values = this.pendingValues.slice();
-    const spans = this.pendingSpans.slice();
-    const trails = this.pendingTrails.slice();
-    const lasts = this.pendingLast.slice();
-    this.pendingValues.length = 0;
-    this.pendingSpans.length = 0;
-    this.pendingTrails.length = 0;
-    this.pendingLast.length = 0;
+    // The waiting lists are handed over, not copied: fresh ones take what comes next.
+    const values = this.pendingValues;
+    const spans = this.pendingSpans;
+    const trails = this.pendingTrails;
+    const lasts = this.pendingLast;
+    this.pendingValues = [];
+    this.pendingSpans = [];
+    this.pendingTrails = [];
+    this.pendingLast = [];
     const out = action.applyBatch(values, (k) => locationOf(trails[k], lasts[k]));
     for (let k = 0; k < values.length; k++) {
       if (!Object.is(out[k], values[k])) this.edit(spans[2 * k], spans[2 * k + 1], encodeScalar(out[k], false));
@@ -163,7 +167,8 @@ class TextProtector {
       if (this.embedded(start, value, last, depth)) return;
     }
     this.flush();
-    const out = action.apply(value, () => this.locationTo(last));
+    this.scalarLast = last;
+    const out = action.apply(value, this.scalarLocation);
     if (Object.is(out, value)) return;
     this.edit(start, end, encodeScalar(out, numberAsText));
   }

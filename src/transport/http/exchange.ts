@@ -3,8 +3,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DpgError } from '../../core/errors.ts';
 import { safeName } from '../../core/safe-name.ts';
-import type { JobSpec } from '../../core/types.ts';
-import type { RawJobRequest } from '../../engine/request.ts';
+import type { DataSetType, JobSpec } from '../../core/types.ts';
+import { parseJobRequest, type RawJobRequest } from '../../engine/request.ts';
 import type { Engine } from '../../engine/types.ts';
 import type { GatewayConfig } from '../../config/types.ts';
 import type { Identity } from '../../identity/types.ts';
@@ -79,20 +79,23 @@ const JOB_FIELDS = [
 ] as const satisfies readonly (keyof RawJobRequest)[];
 
 /**
- * The job fields of a parsed JSON body (own properties only: a `__proto__` key is data and is
- * never looked through to a prototype). The header-borne fields are passed by the caller.
+ * The job of a parsed JSON body (own properties only: a `__proto__` key is data and is never
+ * looked through to a prototype). The header-borne fields are passed by the caller; the request id
+ * is the client's valid X-Request-Id, else the body's, else the door's own (`fallbackRequestId`).
  */
-export function jobFieldsOf(
+export function jobOfBody(
   body: Record<string, unknown>,
   fromHeaders: { dataSetType: string; sqlDialect: string | undefined; requestId: string | undefined; fallbackRequestId: string },
-): RawJobRequest {
+  defaultDataSetType?: DataSetType,
+): JobSpec {
   const raw: Record<string, unknown> = {};
   for (const name of JOB_FIELDS) if (Object.hasOwn(body, name)) raw[name] = body[name];
   raw.dataSetType = fromHeaders.dataSetType;
   if (raw.sqlDialect === undefined && fromHeaders.sqlDialect !== undefined) raw.sqlDialect = fromHeaders.sqlDialect;
-  if (fromHeaders.requestId !== undefined) raw.requestId = fromHeaders.requestId;
-  else if (raw.requestId === undefined || raw.requestId === null || raw.requestId === '') raw.requestId = fromHeaders.fallbackRequestId;
-  return raw as RawJobRequest;
+  // The header's id and the door's own were vetted or minted by the door: only a body's id is checked here.
+  if (fromHeaders.requestId !== undefined) delete raw.requestId;
+  const doorId = fromHeaders.requestId ?? fromHeaders.fallbackRequestId;
+  return parseJobRequest(raw as RawJobRequest, defaultDataSetType, undefined, doorId);
 }
 
 /** Parses a JSON object body; the parser's message is never used, since it can quote the input. */

@@ -6,12 +6,11 @@ import { basename, extname } from 'node:path';
 import busboy from 'busboy';
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
-import { parseJobRequest } from '../../engine/request.ts';
 import { scopeFor } from '../../identity/identity.ts';
 import { checkPseudonymScope, DEFAULT_PSEUDONYM_SCOPE } from '../../identity/pseudonym-scope.ts';
 import type { Principal } from '../../identity/types.ts';
 import { authenticate } from './authenticate.ts';
-import { jobFieldsOf, noteJob, parseJsonObject, type Exchange, type HttpDeps } from './exchange.ts';
+import { jobOfBody, noteJob, parseJsonObject, type Exchange, type HttpDeps } from './exchange.ts';
 import { bodyEncodingHeader, dataSetTypeHeader, decodeUtf8, mediaType, sqlDialectHeader, type BodyEncoding } from './protect-headers.ts';
 import { checkDeclaredLength, tooLarge } from './read-body.ts';
 import { Base64DecodeStream, decodeBase64Strict } from './base64-decoder.ts';
@@ -101,13 +100,9 @@ function runMultipart(request: FileRequest): Promise<ProtectSummary> {
     const acceptMetadata = (text: string): void => {
       if (job !== undefined) throw new DpgError('INVALID_REQUEST', 'Only one metadata part may be sent');
       const meta = parseJsonObject(text, 'The metadata part');
-      job = parseJobRequest(
-        jobFieldsOf(meta, {
-          dataSetType: request.dataSetType,
-          sqlDialect: sqlDialectHeader(req),
-          requestId: ex.clientRequestId,
-          fallbackRequestId: ex.requestId,
-        }),
+      job = jobOfBody(
+        meta,
+        { dataSetType: request.dataSetType, sqlDialect: sqlDialectHeader(req), requestId: ex.clientRequestId, fallbackRequestId: ex.requestId },
         'LIST',
       );
       noteJob(ex, job, deps.engine);

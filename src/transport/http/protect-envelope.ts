@@ -9,11 +9,10 @@
 
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
-import { parseJobRequest } from '../../engine/request.ts';
 import type { Engine } from '../../engine/types.ts';
 import { topLevelMember } from '../../formats/json/text.ts';
 import { decodeBase64Strict } from './base64-decoder.ts';
-import { jobFieldsOf, parseJsonObject } from './exchange.ts';
+import { jobOfBody, parseJsonObject } from './exchange.ts';
 import { decodeUtf8, type BodyEncoding } from './protect-headers.ts';
 
 /** What the request's headers said, read on the event loop before the body. */
@@ -35,17 +34,20 @@ export interface OpenEnvelope {
 /** Step one: the body parsed and its job validated; nothing protected yet. */
 export function openEnvelope(bytes: Buffer, h: EnvelopeHeaders): OpenEnvelope {
   const text = decodeUtf8(bytes, 'The request body');
-  const body = parseJsonObject(text, 'The request body');
-  const job = parseJobRequest(
-    jobFieldsOf(body, { dataSetType: h.dataSetType, sqlDialect: h.sqlDialect, requestId: h.requestId, fallbackRequestId: h.fallbackRequestId }),
-  );
+  const written = h.dataSetType === 'JSON' && h.encoding !== 'base64' ? writtenDataSet(text, h.maxDepth) : undefined;
+  const body = written !== undefined ? written.rest : parseJsonObject(text, 'The request body');
+  const job = jobOfBody(body, { dataSetType: h.dataSetType, sqlDialect: h.sqlDialect, requestId: h.requestId, fallbackRequestId: h.fallbackRequestId });
   return {
     job,
     protect(engine) {
-      const dataSet = Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined;
-      const input = dataSetInput(dataSet, h.dataSetType, h.encoding);
-      // An object or array dataSet: the engine gets its exact text, not the parsed value.
-      const asWritten = typeof input === 'object' ? dataSetText(text, h.maxDepth) : undefined;
+      let asWritten = written?.dataSet;
+      let input: unknown = asWritten;
+      if (asWritten === undefined) {
+        const dataSet = Object.hasOwn(body, 'dataSet') ? body.dataSet : undefined;
+        input = dataSetInput(dataSet, h.dataSetType, h.encoding);
+        // An object or array dataSet: the engine gets its exact text, not the parsed value.
+        if (typeof input === 'object') asWritten = dataSetText(text, h.maxDepth);
+      }
       const result = engine.protectDocument(job, asWritten ?? input);
       const dataSetJson = asWritten !== undefined ? (result.dataSet as string) : JSON.stringify(dataSetOutput(result.dataSet, h.encoding));
       const rest = JSON.stringify({
@@ -59,6 +61,33 @@ export function openEnvelope(bytes: Buffer, h: EnvelopeHeaders): OpenEnvelope {
       return { payload: Buffer.from(`{"dataSet":${dataSetJson},${rest.slice(1)}`, 'utf8'), summary: result.summary };
     },
   };
+}
+
+/**
+ * The common body (a JSON object or array as its dataSet) read without building the dataSet's
+ * values, which are protected from their text anyway: the scanner finds the member and checks the
+ * whole body's syntax, and JSON.parse reads only the job fields around it. Anything else — another
+ * kind of dataSet, a body the scanner refuses (bad syntax, too deep, dataSet given twice) — returns
+ * undefined, and the body takes the full path (JSON.parse of all of it), so every answer and error,
+ * and the order in which they are found, stays what it was.
+ */
+function writtenDataSet(text: string, maxDepth: number): { rest: Record<string, unknown>; dataSet: string } | undefined {
+  let span: { start: number; end: number } | undefined;
+  try {
+    span = topLevelMember(text, 'dataSet', { maxDepth: maxDepth + 1 }, 'The request body');
+  } catch {
+    return undefined;
+  }
+  if (span === undefined) return undefined;
+  const first = text.charCodeAt(span.start);
+  if (first !== 0x7b && first !== 0x5b) return undefined; // not { or [
+  let rest: unknown;
+  try {
+    rest = JSON.parse(`${text.slice(0, span.start)}null${text.slice(span.end)}`);
+  } catch {
+    return undefined;
+  }
+  return { rest: rest as Record<string, unknown>, dataSet: text.slice(span.start, span.end) };
 }
 
 /**
