@@ -637,9 +637,10 @@ function samePiece(a: ReversePiece, b: ReversePiece): boolean {
 }
 
 /** What Reconstruct reads in a text: tokens, and the detected spans outside them. */
-function findReversible(scanner: ContentScanner, text: string): ReversePiece[] {
-  const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-  return merge(tokens, scanner.scan(text));
+function findReversible(scanner: ContentScanner, text: string): readonly ReversePiece[] {
+  // Read-only by every caller: without a token the scan's own array is the answer (no copy per check).
+  if (!text.includes(TOKEN_PREFIX)) return scanner.scan(text);
+  return merge(findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })), scanner.scan(text));
 }
 
 /**
