@@ -69,10 +69,10 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
-  /** While a batch is protected: each text's spans, scanned once by prefetch. */
-  private scans: Map<string, readonly DetectedSpan[]> | undefined;
-  /** While a batch is protected: the first scheme step of its detected values, per kind (prefetch). */
-  private firstSteps: Map<DetectKind, Map<string, FirstStep>> | undefined;
+  /** While a batch is protected: each text's spans, scanned once by prefetch, with their first steps. */
+  private scans: Map<string, Prefetched> | undefined;
+  /** The prefetched first step of the value `one` is about to step, if any (taken by schemeStep). */
+  private nextFirst: FirstStep | undefined;
 
   constructor(
     private readonly run: RunState,
@@ -105,7 +105,7 @@ export class ContentFieldAction implements FieldAction {
       this.protectEach(out, location);
     } finally {
       this.scans = undefined;
-      this.firstSteps = undefined;
+      this.nextFirst = undefined;
     }
     return out;
   }
@@ -123,7 +123,8 @@ export class ContentFieldAction implements FieldAction {
   /**
    * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are kept
    * for protectEach) and the first step of every detected value goes through its kind's scheme in
-   * one batched call per kind (KindScheme.many), kept in firstSteps. A step is a pure function of
+   * one batched call per kind (KindScheme.many), kept next to the text's spans (one slot per span,
+   * handed to `one` just before it steps that span: no lookup by value). A step is a pure function of
    * the value under this request's keys, so taking it from here instead of computing it on the
    * spot changes no byte of the output; walking on in context, failures and counts all happen in
    * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
@@ -132,45 +133,50 @@ export class ContentFieldAction implements FieldAction {
   private prefetch(values: readonly Scalar[]): void {
     const reverse = this.mode === 'reconstruct';
     if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return;
-    const scans = new Map<string, readonly DetectedSpan[]>();
-    const wanted = new Map<DetectKind, Set<string>>();
+    const scans = new Map<string, Prefetched>();
+    // Per kind: the values to step, and the slot (text's firsts, span index) each result goes to.
+    const wanted = new Map<DetectKind, { inputs: string[]; slots: (FirstStep | undefined)[][]; at: number[] }>();
     for (const value of values) {
       if (typeof value !== 'string' || value.length < 4 || scans.has(value)) continue;
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
-      scans.set(value, spans);
-      if (spans.length === 0) continue;
+      if (spans.length === 0) {
+        scans.set(value, { spans, firsts: undefined });
+        continue;
+      }
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
-      if (!whole && !this.inText) continue;
-      for (const span of spans) {
+      const firsts = whole || this.inText ? new Array<FirstStep | undefined>(spans.length) : undefined;
+      scans.set(value, { spans, firsts });
+      if (firsts === undefined) continue;
+      for (let i = 0; i < spans.length; i++) {
+        const span = spans[i];
         const bound = this.kinds.get(span.kind)!;
         if (bound.scheme === undefined || bound.removes) continue;
-        let set = wanted.get(span.kind);
-        if (set === undefined) wanted.set(span.kind, (set = new Set()));
-        set.add(whole ? value : value.slice(span.start, span.end));
+        let batch = wanted.get(span.kind);
+        if (batch === undefined) wanted.set(span.kind, (batch = { inputs: [], slots: [], at: [] }));
+        batch.inputs.push(whole ? value : value.slice(span.start, span.end));
+        batch.slots.push(firsts);
+        batch.at.push(i);
       }
     }
     this.scans = scans;
-    const firstSteps = new Map<DetectKind, Map<string, FirstStep>>();
-    for (const [kind, set] of wanted) {
-      const inputs = [...set];
+    for (const [kind, { inputs, slots, at }] of wanted) {
       const steps = new Int32Array(inputs.length);
       const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
-      const byInput = new Map<string, FirstStep>();
       for (let k = 0; k < inputs.length; k++) {
         const out = outs[k];
-        if (out !== undefined) byInput.set(inputs[k], { out, steps: steps[k] });
+        if (out !== undefined) slots[k][at[k]] = { kind, input: inputs[k], out, steps: steps[k] };
       }
-      firstSteps.set(kind, byInput);
     }
-    this.firstSteps = firstSteps;
   }
 
   /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
   private schemeStep(kind: DetectKind, scheme: KindScheme, value: Scalar, decrypt: boolean): Scalar {
-    if (typeof value === 'string') {
-      const first = this.firstSteps?.get(kind)?.get(value);
-      if (first !== undefined) {
+    const first = this.nextFirst;
+    if (first !== undefined) {
+      this.nextFirst = undefined;
+      // The step is a pure function of (kind, value): one prefetched for this very value is its step.
+      if (first.kind === kind && first.input === value) {
         walkSteps.count += first.steps;
         return first.out;
       }
@@ -245,12 +251,16 @@ export class ContentFieldAction implements FieldAction {
   }
 
   private forwardText(text: string): Scalar {
-    const spans = this.scans?.get(text) ?? this.scanner.scan(text);
+    const prefetched = this.scans?.get(text);
+    const spans = prefetched?.spans ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
-    if (spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
+    if (spans.length === 1 && first.start === 0 && first.end === text.length) {
+      this.nextFirst = prefetched?.firsts?.[0];
+      return this.one(first.kind, text);
+    }
     if (!this.inText) return text;
-    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans);
+    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, prefetched?.firsts);
     return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end))));
   }
 
@@ -259,7 +269,7 @@ export class ContentFieldAction implements FieldAction {
    * and the original text after it, as exactly itself (and the original must read so too, or
    * Reconstruct could not stop on it). The output is then scanned whole: exactly the pseudonyms.
    */
-  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[]): string {
+  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], firsts?: readonly (FirstStep | undefined)[]): string {
     if (this.anyRemoves && spans.some((s) => this.kinds.get(s.kind)!.removes)) {
       // Restricted spans go first, so every pseudonym's window shows what Reconstruct will see.
       const cut = this.splice(text, spans, (span) =>
@@ -298,6 +308,7 @@ export class ContentFieldAction implements FieldAction {
       // reads as the scan found it (the common short note with one value saves a scan).
       const whole = left.length === length && span.end + WINDOW >= text.length;
       if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
+      this.nextFirst = firsts?.[i];
       const pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
       add(pseudonym);
@@ -320,7 +331,7 @@ export class ContentFieldAction implements FieldAction {
    * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
    * it, the reconstructed originals after it. Tokens are opened where they are.
    */
-  private reconstructInText(text: string, pieces: readonly ReversePiece[]): string {
+  private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
     const parts: string[] = [];
     let head = '';
     let headSpans: ReversePiece[] = [];
@@ -342,6 +353,7 @@ export class ContentFieldAction implements FieldAction {
       const leftSpans: ReversePiece[] = [];
       for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) leftSpans.unshift(shift(pieces[k], -leftFrom));
       const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+      this.nextFirst = firsts?.[i];
       prepend(this.asText(this.one(piece.kind, value, context)), piece.kind);
     }
     parts.push(text.slice(0, pieces[0].start));
@@ -354,12 +366,18 @@ export class ContentFieldAction implements FieldAction {
    */
   private reverseText(text: string): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const pieces = this.mode === 'reconstruct' ? merge(tokens, this.scans?.get(text) ?? this.scanner.scan(text)) : tokens;
+    const prefetched = this.mode === 'reconstruct' ? this.scans?.get(text) : undefined;
+    const pieces = this.mode === 'reconstruct' ? merge(tokens, prefetched?.spans ?? this.scanner.scan(text)) : tokens;
+    // Prefetched texts hold no token (prefetch skips them), so pieces are the spans, in order.
+    const firsts = tokens.length === 0 ? prefetched?.firsts : undefined;
     if (pieces.length === 0) return text;
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
-    if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
+    if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) {
+      this.nextFirst = firsts?.[0];
+      return open(pieces[0], text);
+    }
     if (!this.inText) return text;
-    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces);
+    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, firsts);
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
@@ -579,8 +597,16 @@ class PersonalNameAction implements FieldAction {
 
 /** A value's first scheme step, taken in a batch, and the cycle-walk steps the scheme took. */
 interface FirstStep {
+  readonly kind: DetectKind;
+  readonly input: string;
   readonly out: Scalar;
   readonly steps: number;
+}
+
+/** A text scanned by prefetch: its spans and, where they are stepped, each span's first step. */
+interface Prefetched {
+  readonly spans: readonly DetectedSpan[];
+  readonly firsts: readonly (FirstStep | undefined)[] | undefined;
 }
 
 class DetectedFailure extends Error {
