@@ -69,8 +69,6 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
-  /** While a batch is protected: each text's spans, scanned once by prefetch, with their first steps. */
-  private scans: Map<string, Prefetched> | undefined;
   /** The prefetched first step of the value `one` is about to step, if any (taken by schemeStep). */
   private nextFirst: FirstStep | undefined;
 
@@ -100,29 +98,28 @@ export class ContentFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
-    if (values.length > 1) this.prefetch(values);
+    const prefetched = values.length > 1 ? this.prefetch(values) : undefined;
     try {
-      this.protectEach(out, location);
+      this.protectEach(out, prefetched, location);
     } finally {
-      this.scans = undefined;
       this.nextFirst = undefined;
     }
     return out;
   }
 
-  private protectEach(out: Scalar[], location: (index: number) => string): void {
+  private protectEach(out: Scalar[], prefetched: readonly (Prefetched | undefined)[] | undefined, location: (index: number) => string): void {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
       // No location thunk per cell: one is made only for a cell that fails.
-      const r = this.protect(v);
+      const r = this.protect(v, prefetched?.[i]);
       out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
   }
 
   /**
-   * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are kept
-   * for protectEach) and the first step of every detected value goes through its kind's scheme in
+   * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are given
+   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of every detected value goes through its kind's scheme in
    * one batched call per kind (KindScheme.many), kept next to the text's spans (one slot per span,
    * handed to `one` just before it steps that span: no lookup by value). A step is a pure function of
    * the value under this request's keys, so taking it from here instead of computing it on the
@@ -130,23 +127,24 @@ export class ContentFieldAction implements FieldAction {
    * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
    * values inside tokens) simply miss and are stepped on the spot.
    */
-  private prefetch(values: readonly Scalar[]): void {
+  private prefetch(values: readonly Scalar[]): (Prefetched | undefined)[] | undefined {
     const reverse = this.mode === 'reconstruct';
-    if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return;
-    const scans = new Map<string, Prefetched>();
+    if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return undefined;
+    const scans = new Array<Prefetched | undefined>(values.length);
     // Per kind: the values to step, and the slot (text's firsts, span index) each result goes to.
     const wanted = new Map<DetectKind, { inputs: string[]; slots: (FirstStep | undefined)[][]; at: number[] }>();
-    for (const value of values) {
-      if (typeof value !== 'string' || value.length < 4 || scans.has(value)) continue;
+    for (let v = 0; v < values.length; v++) {
+      const value = values[v];
+      if (typeof value !== 'string' || value.length < 4) continue;
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
       if (spans.length === 0) {
-        scans.set(value, { spans, firsts: undefined });
+        scans[v] = { spans, firsts: undefined };
         continue;
       }
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
       const firsts = whole || this.inText ? new Array<FirstStep | undefined>(spans.length) : undefined;
-      scans.set(value, { spans, firsts });
+      scans[v] = { spans, firsts };
       if (firsts === undefined) continue;
       for (let i = 0; i < spans.length; i++) {
         const span = spans[i];
@@ -159,7 +157,6 @@ export class ContentFieldAction implements FieldAction {
         batch.at.push(i);
       }
     }
-    this.scans = scans;
     for (const [kind, { inputs, slots, at }] of wanted) {
       const steps = new Int32Array(inputs.length);
       const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
@@ -168,6 +165,7 @@ export class ContentFieldAction implements FieldAction {
         if (out !== undefined) slots[k][at[k]] = { kind, input: inputs[k], out, steps: steps[k] };
       }
     }
+    return scans;
   }
 
   /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
@@ -213,7 +211,8 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /** The protected value, or the failure of one of its detected values (never thrown past here). */
-  private protect(value: Scalar): Scalar | DetectedFailure {
+  /** `prefetched`: the batch's scan of this very value (protectEach), if any. */
+  private protect(value: Scalar, prefetched?: Prefetched): Scalar | DetectedFailure {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
@@ -223,7 +222,7 @@ export class ContentFieldAction implements FieldAction {
         const out = this.protect(inner.text);
         return typeof out === 'string' ? inner.encode(out) : out;
       }
-      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
+      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, prefetched) : this.forwardText(value, prefetched);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;
       throw err;
@@ -250,8 +249,7 @@ export class ContentFieldAction implements FieldAction {
     return this.scanner.wholeKind(typeof value === 'number' ? String(Math.abs(value)) : value);
   }
 
-  private forwardText(text: string): Scalar {
-    const prefetched = this.scans?.get(text);
+  private forwardText(text: string, prefetched?: Prefetched): Scalar {
     const spans = prefetched?.spans ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
@@ -364,9 +362,9 @@ export class ContentFieldAction implements FieldAction {
    * Reconstruct and Decrypt: `enc:v1:` tokens (Encrypt, and the FPE short-value fallback) are opened
    * by the kind whose key authenticates them; Reconstruct also reverses the detected pseudonyms.
    */
-  private reverseText(text: string): Scalar {
+  private reverseText(text: string, scanned?: Prefetched): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const prefetched = this.mode === 'reconstruct' ? this.scans?.get(text) : undefined;
+    const prefetched = this.mode === 'reconstruct' ? scanned : undefined;
     const pieces = this.mode === 'reconstruct' ? merge(tokens, prefetched?.spans ?? this.scanner.scan(text)) : tokens;
     // Prefetched texts hold no token (prefetch skips them), so pieces are the spans, in order.
     const firsts = tokens.length === 0 ? prefetched?.firsts : undefined;
