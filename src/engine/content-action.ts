@@ -282,16 +282,15 @@ export class ContentFieldAction implements FieldAction {
     const placed: ReversePiece[] = [];
     let lastReadWhole = false;
     let length = 0;
+    /** The output's last characters (at least WINDOW of them when there are), for the next span's left. */
     let tail = '';
     let at = 0;
-    const add = (piece: string): void => {
-      parts.push(piece);
-      length += piece.length;
-      tail = tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
-    };
     for (let i = 0; i < spans.length; i++) {
       const span = spans[i];
-      add(text.slice(at, span.start));
+      const before = text.slice(at, span.start);
+      parts.push(before);
+      length += before.length;
+      tail = withTail(tail, before);
       at = span.end;
       const value = text.slice(span.start, span.end);
       const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
@@ -309,10 +308,12 @@ export class ContentFieldAction implements FieldAction {
       this.nextFirst = firsts?.[i];
       const pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
-      add(pseudonym);
+      parts.push(pseudonym);
+      length += pseudonym.length;
+      if (i + 1 < spans.length) tail = withTail(tail, pseudonym);
       lastReadWhole = whole && context.readAll;
     }
-    add(text.slice(at));
+    parts.push(text.slice(at));
     const out = parts.join('');
     // One span whose accepted window was the whole output, read in full: checked already.
     if (spans.length === 1 && lastReadWhole) return out;
@@ -649,6 +650,11 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
   }
   while (t < tokens.length) out.push(tokens[t++]);
   return out;
+}
+
+/** `tail + piece`, cut to its last WINDOW characters once it grows past 2 * WINDOW. */
+function withTail(tail: string, piece: string): string {
+  return tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
 }
 
 /** A piece moved by `by` characters. */
