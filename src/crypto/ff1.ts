@@ -610,11 +610,7 @@ export class FF1 {
         }
       } else {
         for (let j = 0, w = 0; j < count; j++, w += 4) {
-          const roundBase = states[j].roundBase;
-          words[w] = roundBase[r4];
-          words[w + 1] = roundBase[r4 + 1];
-          words[w + 2] = roundBase[r4 + 2];
-          words[w + 3] = roundBase[r4 + 3];
+          copyRoundBase(states[j].roundBase, r4, words, w);
           xorBigEndian(fed[j], blocks, w * 4 + 15, b);
         }
       }
@@ -678,11 +674,7 @@ export class FF1 {
       const bits = s * (i % 2 === 0 ? u : v);
       const r4 = i * 4;
       for (let j = 0, w = 0; j < count; j++, w += 4) {
-        const roundBase = states[j].roundBase;
-        words[w] = roundBase[r4];
-        words[w + 1] = roundBase[r4 + 1];
-        words[w + 2] = roundBase[r4 + 2];
-        words[w + 3] = roundBase[r4 + 3];
+        copyRoundBase(states[j].roundBase, r4, words, w);
         // NUM(fed) as b big-endian bytes ending the block.
         const end = w * 4 + 15;
         for (let k = 0; k < b; k++) blocks[end - k] ^= (fed[j * W + (k >>> 2)] >>> ((k & 3) * 8)) & 255;
@@ -807,6 +799,14 @@ export class FF1 {
     extra.fill(0);
     s.fill(0);
   }
+}
+
+/** Round i's base block (roundBase[4i..4i+4), as 32-bit words) into words[w..w+4). */
+function copyRoundBase(roundBase: Int32Array, r4: number, words: Int32Array, w: number): void {
+  words[w] = roundBase[r4];
+  words[w + 1] = roundBase[r4 + 1];
+  words[w + 2] = roundBase[r4 + 2];
+  words[w + 3] = roundBase[r4 + 3];
 }
 
 /** NUM_2^s(x[from..to)) as 32-bit words at out[at..], least significant first (out is zeroed). */
