@@ -59,6 +59,11 @@ interface LengthPlan {
   readonly d: number;
   /** Doubles are exact for both halves. */
   readonly fast: boolean;
+  /**
+   * Not fast, but the radix is a power of two and Q's varying part and S are one block each: the
+   * halves are held as 32-bit words (`words` of them), and mod radix^m is a bit mask (#runWords).
+   */
+  readonly words: number;
   readonly limb16: boolean;
   /** Byte steps may use modExact (else the slower floating `%`). */
   readonly byteExact: boolean;
@@ -84,7 +89,7 @@ interface TweakState {
   readonly prefix: Uint8Array;
   /** The varying blocks of Q with [i] = 0 and NUM(B) = 0: tweak tail and zero padding. */
   readonly tail: Uint8Array;
-  /** Fast path: for each round i, prefix XOR tail with [i] set (one block each), as 32-bit words. */
+  /** Fast and word paths: for each round i, prefix XOR tail with [i] set (one block each), as 32-bit words. */
   readonly roundBase: Int32Array;
 }
 
@@ -378,6 +383,7 @@ export class FF1 {
     const plan = this.#planFor(n);
     const states = this.#statesFor(plan, indices, tweaks);
     if (plan.fast) this.#runFast(plan, numerals, starts, indices, states, decrypt);
+    else if (plan.words > 0) this.#runWords(plan, numerals, starts, indices, states, decrypt);
     else this.#runBig(plan, numerals, starts, indices, states, decrypt);
   }
 
@@ -435,6 +441,8 @@ export class FF1 {
     const fast = mvBig <= BigInt(FAST_DOMAIN_LIMIT);
     // Q = T || [0]pad || [i]1 || NUM(B)b with |Q| a multiple of 16: [i] sits 1 + b bytes before the end.
     const iOffset = (((15 - b) % 16) + 16) % 16;
+    const bits = 31 - Math.clz32(this.radix);
+    const powerOfTwo = this.radix === 2 ** bits;
     return {
       n,
       u,
@@ -442,6 +450,8 @@ export class FF1 {
       b,
       d,
       fast,
+      // d <= 16 (so b <= 12, halves of at most 96 bits): one block of Q varies, S is R alone.
+      words: !fast && powerOfTwo && d <= 16 ? Math.ceil((v * bits) / 32) : 0,
       limb16: mv <= LIMB16_DOMAIN_LIMIT,
       byteExact: mv <= BYTE_STEP_LIMIT,
       numbers: muBig * mvBig <= BigInt(MAX_NUMBER_DOMAIN),
@@ -486,8 +496,8 @@ export class FF1 {
     const iOffset = iPos - firstVarying * 16;
     if (iOffset !== plan.iOffset || tail.length !== plan.tailBlocks * 16) throw new Error('FF1: internal layout error');
     let roundBase = new Int32Array(0);
-    if (plan.fast) {
-      // Fast path: b <= 6, so the varying part is exactly one block.
+    if (plan.fast || plan.words > 0) {
+      // Fast and word paths: b <= 12, so the varying part is exactly one block.
       roundBase = new Int32Array(40);
       const bytes = new Uint8Array(roundBase.buffer);
       for (let i = 0; i < 10; i++) {
@@ -600,11 +610,7 @@ export class FF1 {
         }
       } else {
         for (let j = 0, w = 0; j < count; j++, w += 4) {
-          const roundBase = states[j].roundBase;
-          words[w] = roundBase[r4];
-          words[w + 1] = roundBase[r4 + 1];
-          words[w + 2] = roundBase[r4 + 2];
-          words[w + 3] = roundBase[r4 + 3];
+          copyRoundBase(states[j].roundBase, r4, words, w);
           xorBigEndian(fed[j], blocks, w * 4 + 15, b);
         }
       }
@@ -638,6 +644,82 @@ export class FF1 {
       out.fill(0);
     }
     blocks.fill(0, 0, count * 16);
+  }
+
+  /**
+   * A power-of-two radix 2^s whose halves are too large for doubles but fit in 96 bits (IPv6
+   * addresses: 32 hex digits, two 64-bit halves): no BigInt. A half is `words` 32-bit words, least
+   * significant first; NUM_radix is its bits, radix^m is 2^(s*m), so y mod radix^m is the low s*m
+   * bits of S and the Feistel sum is a word addition with carry, masked. Same results as #runBig
+   * bit for bit (test/crypto/ff1.test.ts compares both with @noble/ciphers).
+   */
+  #runWords(plan: LengthPlan, numerals: Uint16Array, starts: ArrayLike<number>, indices: readonly number[], states: readonly TweakState[], decrypt: boolean): void {
+    const count = indices.length;
+    this.#scratch(count);
+    const blocks = this.#blocks;
+    const words = this.#blockWords;
+    const { u, v, n, b, d, words: W } = plan;
+    const s = 31 - Math.clz32(this.radix);
+    const A = new Uint32Array(count * W);
+    const B = new Uint32Array(count * W);
+    for (let j = 0; j < count; j++) {
+      const at = starts[indices[j]];
+      readBits(numerals, at, at + u, s, A, j * W);
+      readBits(numerals, at + u, at + n, s, B, j * W);
+    }
+    let fed = decrypt ? A : B;
+    let other = decrypt ? B : A;
+    for (let r = 0; r < 10; r++) {
+      const i = decrypt ? 9 - r : r;
+      const bits = s * (i % 2 === 0 ? u : v);
+      const r4 = i * 4;
+      for (let j = 0, w = 0; j < count; j++, w += 4) {
+        copyRoundBase(states[j].roundBase, r4, words, w);
+        // NUM(fed) as b big-endian bytes ending the block.
+        const end = w * 4 + 15;
+        for (let k = 0; k < b; k++) blocks[end - k] ^= (fed[j * W + (k >>> 2)] >>> ((k & 3) * 8)) & 255;
+      }
+      const out = this.#ecb.update(blocks.subarray(0, count * 16));
+      for (let j = 0; j < count; j++) {
+        const last = j * 16 + d - 1;
+        let carry = 0;
+        for (let w = 0; w < W; w++) {
+          const low = w * 32;
+          if (low >= bits) {
+            other[j * W + w] = 0;
+            continue;
+          }
+          // Word w of S (bytes from its end), masked to the round's bits.
+          const k = last - 4 * w;
+          let y = (out[k] | (out[k - 1] << 8) | (out[k - 2] << 16) | (out[k - 3] << 24)) >>> 0;
+          const mask = bits - low >= 32 ? 0xffffffff : 2 ** (bits - low) - 1;
+          y = (y & mask) >>> 0;
+          let c: number;
+          if (decrypt) {
+            c = other[j * W + w] - y - carry;
+            carry = c < 0 ? 1 : 0;
+            if (c < 0) c += TWO_32;
+          } else {
+            c = other[j * W + w] + y + carry;
+            carry = c >= TWO_32 ? 1 : 0;
+            if (c >= TWO_32) c -= TWO_32;
+          }
+          other[j * W + w] = (c & mask) >>> 0;
+        }
+      }
+      const swap = fed;
+      fed = other;
+      other = swap;
+      out.fill(0);
+    }
+    for (let j = 0; j < count; j++) {
+      const at = starts[indices[j]];
+      writeBits(A, j * W, s, numerals, at, at + u);
+      writeBits(B, j * W, s, numerals, at + u, at + n);
+    }
+    blocks.fill(0, 0, count * 16);
+    A.fill(0);
+    B.fill(0);
   }
 
   /** Halves too large for doubles: BigInt arithmetic, AES still batched per chained block. */
@@ -716,6 +798,36 @@ export class FF1 {
     blocks.fill(0);
     extra.fill(0);
     s.fill(0);
+  }
+}
+
+/** Round i's base block (roundBase[4i..4i+4), as 32-bit words) into words[w..w+4). */
+function copyRoundBase(roundBase: Int32Array, r4: number, words: Int32Array, w: number): void {
+  words[w] = roundBase[r4];
+  words[w + 1] = roundBase[r4 + 1];
+  words[w + 2] = roundBase[r4 + 2];
+  words[w + 3] = roundBase[r4 + 3];
+}
+
+/** NUM_2^s(x[from..to)) as 32-bit words at out[at..], least significant first (out is zeroed). */
+function readBits(x: ArrayLike<number>, from: number, to: number, s: number, out: Uint32Array, at: number): void {
+  for (let i = to - 1, bit = 0; i >= from; i--, bit += s) {
+    const w = at + (bit >>> 5);
+    const off = bit & 31;
+    out[w] |= x[i] << off;
+    if (off + s > 32) out[w + 1] |= x[i] >>> (32 - off);
+  }
+}
+
+/** STR_2^s of the words at words[at..] into out[from..to), most significant numeral first. */
+function writeBits(words: Uint32Array, at: number, s: number, out: Uint16Array, from: number, to: number): void {
+  const mask = 2 ** s - 1;
+  for (let i = to - 1, bit = 0; i >= from; i--, bit += s) {
+    const w = at + (bit >>> 5);
+    const off = bit & 31;
+    let digit = words[w] >>> off;
+    if (off + s > 32) digit |= words[w + 1] << (32 - off);
+    out[i] = digit & mask;
   }
 }
 

@@ -71,10 +71,8 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
-  /** While a batch is protected: each text's spans, scanned once by prefetch. */
-  private scans: Map<string, readonly DetectedSpan[]> | undefined;
-  /** While a batch is protected: the first scheme step of its detected values, per kind (prefetch). */
-  private firstSteps: Map<DetectKind, Map<string, FirstStep>> | undefined;
+  /** The prefetched first step of the value `one` is about to step, if any (taken by schemeStep). */
+  private nextFirst: FirstStep | undefined;
 
   constructor(
     private readonly run: RunState,
@@ -107,77 +105,83 @@ export class ContentFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
-    if (values.length > 1) this.prefetch(values);
+    const prefetched = values.length > 1 ? this.prefetch(values) : undefined;
     try {
-      this.protectEach(out, location);
+      this.protectEach(out, prefetched, location);
     } finally {
-      this.scans = undefined;
-      this.firstSteps = undefined;
+      this.nextFirst = undefined;
     }
     return out;
   }
 
-  private protectEach(out: Scalar[], location: (index: number) => string): void {
+  private protectEach(out: Scalar[], prefetched: readonly (Prefetched | undefined)[] | undefined, location: (index: number) => string): void {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
       // No location thunk per cell: one is made only for a cell that fails.
-      const r = this.protect(v);
+      const r = this.protect(v, prefetched?.[i]);
       out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
   }
 
   /**
-   * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are kept
-   * for protectEach) and the first step of every detected value goes through its kind's scheme in
-   * one batched call per kind (KindScheme.many), kept in firstSteps. A step is a pure function of
+   * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are given
+   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of every detected value goes through its kind's scheme in
+   * one batched call per kind (KindScheme.many), kept next to the text's spans (one slot per span,
+   * handed to `one` just before it steps that span: no lookup by value). A step is a pure function of
    * the value under this request's keys, so taking it from here instead of computing it on the
    * spot changes no byte of the output; walking on in context, failures and counts all happen in
    * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
    * values inside tokens) simply miss and are stepped on the spot.
    */
-  private prefetch(values: readonly Scalar[]): void {
+  private prefetch(values: readonly Scalar[]): (Prefetched | undefined)[] | undefined {
     const reverse = this.mode === 'reconstruct';
-    if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return;
-    const scans = new Map<string, readonly DetectedSpan[]>();
-    const wanted = new Map<DetectKind, Set<string>>();
-    for (const value of values) {
-      if (typeof value !== 'string' || value.length < 4 || scans.has(value)) continue;
+    if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return undefined;
+    const scans = new Array<Prefetched | undefined>(values.length);
+    // Per kind: the values to step, and the slot (text's firsts, span index) each result goes to.
+    const wanted = new Map<DetectKind, { inputs: string[]; slots: (FirstStep | undefined)[][]; at: number[] }>();
+    for (let v = 0; v < values.length; v++) {
+      const value = values[v];
+      if (typeof value !== 'string' || value.length < 4) continue;
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
-      scans.set(value, spans);
-      if (spans.length === 0) continue;
+      if (spans.length === 0) {
+        scans[v] = { spans, firsts: undefined };
+        continue;
+      }
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
-      if (!whole && !this.inText) continue;
-      for (const span of spans) {
+      const firsts = whole || this.inText ? new Array<FirstStep | undefined>(spans.length) : undefined;
+      scans[v] = { spans, firsts };
+      if (firsts === undefined) continue;
+      for (let i = 0; i < spans.length; i++) {
+        const span = spans[i];
         const bound = this.kinds.get(span.kind)!;
         if (bound.scheme === undefined || bound.removes) continue;
-        let set = wanted.get(span.kind);
-        if (set === undefined) wanted.set(span.kind, (set = new Set()));
-        set.add(whole ? value : value.slice(span.start, span.end));
+        let batch = wanted.get(span.kind);
+        if (batch === undefined) wanted.set(span.kind, (batch = { inputs: [], slots: [], at: [] }));
+        batch.inputs.push(whole ? value : value.slice(span.start, span.end));
+        batch.slots.push(firsts);
+        batch.at.push(i);
       }
     }
-    this.scans = scans;
-    const firstSteps = new Map<DetectKind, Map<string, FirstStep>>();
-    for (const [kind, set] of wanted) {
-      const inputs = [...set];
+    for (const [kind, { inputs, slots, at }] of wanted) {
       const steps = new Int32Array(inputs.length);
       const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
-      const byInput = new Map<string, FirstStep>();
       for (let k = 0; k < inputs.length; k++) {
         const out = outs[k];
-        if (out !== undefined) byInput.set(inputs[k], { out, steps: steps[k] });
+        if (out !== undefined) slots[k][at[k]] = { kind, input: inputs[k], out, steps: steps[k] };
       }
-      firstSteps.set(kind, byInput);
     }
-    this.firstSteps = firstSteps;
+    return scans;
   }
 
   /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
   private schemeStep(kind: DetectKind, scheme: KindScheme, value: Scalar, decrypt: boolean): Scalar {
-    if (typeof value === 'string') {
-      const first = this.firstSteps?.get(kind)?.get(value);
-      if (first !== undefined) {
+    const first = this.nextFirst;
+    if (first !== undefined) {
+      this.nextFirst = undefined;
+      // The step is a pure function of (kind, value): one prefetched for this very value is its step.
+      if (first.kind === kind && first.input === value) {
         walkSteps.count += first.steps;
         return first.out;
       }
@@ -214,7 +218,8 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /** The protected value, or the failure of one of its detected values (never thrown past here). */
-  private protect(value: Scalar): Scalar | DetectedFailure {
+  /** `prefetched`: the batch's scan of this very value (protectEach), if any. */
+  private protect(value: Scalar, prefetched?: Prefetched): Scalar | DetectedFailure {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
@@ -224,7 +229,7 @@ export class ContentFieldAction implements FieldAction {
         const out = this.protect(inner.text);
         return typeof out === 'string' ? inner.encode(out) : out;
       }
-      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value) : this.forwardText(value);
+      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, prefetched) : this.forwardText(value, prefetched);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;
       throw err;
@@ -251,13 +256,16 @@ export class ContentFieldAction implements FieldAction {
     return this.scanner.wholeKind(typeof value === 'number' ? String(Math.abs(value)) : value);
   }
 
-  private forwardText(text: string): Scalar {
-    const spans = this.scans?.get(text) ?? this.scanner.scan(text);
+  private forwardText(text: string, prefetched?: Prefetched): Scalar {
+    const spans = prefetched?.spans ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
-    if (spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
+    if (spans.length === 1 && first.start === 0 && first.end === text.length) {
+      this.nextFirst = prefetched?.firsts?.[0];
+      return this.one(first.kind, text);
+    }
     if (!this.inText) return text;
-    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans);
+    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, prefetched?.firsts);
     return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end))));
   }
 
@@ -266,7 +274,7 @@ export class ContentFieldAction implements FieldAction {
    * and the original text after it, as exactly itself (and the original must read so too, or
    * Reconstruct could not stop on it). The output is then scanned whole: exactly the pseudonyms.
    */
-  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[]): string {
+  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], firsts?: readonly (FirstStep | undefined)[]): string {
     if (this.anyRemoves && spans.some((s) => this.kinds.get(s.kind)!.removes)) {
       // Restricted spans go first, so every pseudonym's window shows what Reconstruct will see.
       const cut = this.splice(text, spans, (span) =>
@@ -281,16 +289,15 @@ export class ContentFieldAction implements FieldAction {
     const placed: ReversePiece[] = [];
     let lastReadWhole = false;
     let length = 0;
+    /** The output's last characters (at least WINDOW of them when there are), for the next span's left. */
     let tail = '';
     let at = 0;
-    const add = (piece: string): void => {
-      parts.push(piece);
-      length += piece.length;
-      tail = tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
-    };
     for (let i = 0; i < spans.length; i++) {
       const span = spans[i];
-      add(text.slice(at, span.start));
+      const before = text.slice(at, span.start);
+      parts.push(before);
+      length += before.length;
+      tail = withTail(tail, before);
       at = span.end;
       const value = text.slice(span.start, span.end);
       const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
@@ -305,12 +312,15 @@ export class ContentFieldAction implements FieldAction {
       // reads as the scan found it (the common short note with one value saves a scan).
       const whole = left.length === length && span.end + WINDOW >= text.length;
       if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
+      this.nextFirst = firsts?.[i];
       const pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
-      add(pseudonym);
+      parts.push(pseudonym);
+      length += pseudonym.length;
+      if (i + 1 < spans.length) tail = withTail(tail, pseudonym);
       lastReadWhole = whole && context.readAll;
     }
-    add(text.slice(at));
+    parts.push(text.slice(at));
     const out = parts.join('');
     // One span whose accepted window was the whole output, read in full: checked already.
     if (spans.length === 1 && lastReadWhole) return out;
@@ -327,7 +337,7 @@ export class ContentFieldAction implements FieldAction {
    * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
    * it, the reconstructed originals after it. Tokens are opened where they are.
    */
-  private reconstructInText(text: string, pieces: readonly ReversePiece[]): string {
+  private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
     const parts: string[] = [];
     let head = '';
     let headSpans: ReversePiece[] = [];
@@ -349,6 +359,7 @@ export class ContentFieldAction implements FieldAction {
       const leftSpans: ReversePiece[] = [];
       for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) leftSpans.unshift(shift(pieces[k], -leftFrom));
       const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+      this.nextFirst = firsts?.[i];
       prepend(this.asText(this.one(piece.kind, value, context)), piece.kind);
     }
     parts.push(text.slice(0, pieces[0].start));
@@ -359,14 +370,20 @@ export class ContentFieldAction implements FieldAction {
    * Reconstruct and Decrypt: `enc:v1:` tokens (Encrypt, and the FPE short-value fallback) are opened
    * by the kind whose key authenticates them; Reconstruct also reverses the detected pseudonyms.
    */
-  private reverseText(text: string): Scalar {
+  private reverseText(text: string, scanned?: Prefetched): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const pieces = this.mode === 'reconstruct' ? merge(tokens, this.scans?.get(text) ?? this.scanner.scan(text)) : tokens;
+    const prefetched = this.mode === 'reconstruct' ? scanned : undefined;
+    const pieces = this.mode === 'reconstruct' ? merge(tokens, prefetched?.spans ?? this.scanner.scan(text)) : tokens;
+    // Prefetched texts hold no token (prefetch skips them), so pieces are the spans, in order.
+    const firsts = tokens.length === 0 ? prefetched?.firsts : undefined;
     if (pieces.length === 0) return text;
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
-    if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) return open(pieces[0], text);
+    if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) {
+      this.nextFirst = firsts?.[0];
+      return open(pieces[0], text);
+    }
     if (!this.inText) return text;
-    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces);
+    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, firsts);
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
@@ -586,8 +603,16 @@ class PersonalNameAction implements FieldAction {
 
 /** A value's first scheme step, taken in a batch, and the cycle-walk steps the scheme took. */
 interface FirstStep {
+  readonly kind: DetectKind;
+  readonly input: string;
   readonly out: Scalar;
   readonly steps: number;
+}
+
+/** A text scanned by prefetch: its spans and, where they are stepped, each span's first step. */
+interface Prefetched {
+  readonly spans: readonly DetectedSpan[];
+  readonly firsts: readonly (FirstStep | undefined)[] | undefined;
 }
 
 class DetectedFailure extends Error {
@@ -634,6 +659,11 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
   return out;
 }
 
+/** `tail + piece`, cut to its last WINDOW characters once it grows past 2 * WINDOW. */
+function withTail(tail: string, piece: string): string {
+  return tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
+}
+
 /** A piece moved by `by` characters. */
 function shift(piece: ReversePiece, by: number): ReversePiece {
   return { start: piece.start + by, end: piece.end + by, kind: piece.kind };
@@ -644,9 +674,10 @@ function samePiece(a: ReversePiece, b: ReversePiece): boolean {
 }
 
 /** What Reconstruct reads in a text: tokens, and the detected spans outside them. */
-function findReversible(scanner: ContentScanner, text: string): ReversePiece[] {
-  const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-  return merge(tokens, scanner.scan(text));
+function findReversible(scanner: ContentScanner, text: string): readonly ReversePiece[] {
+  // Read-only by every caller: without a token the scan's own array is the answer (no copy per check).
+  if (!text.includes(TOKEN_PREFIX)) return scanner.scan(text);
+  return merge(findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })), scanner.scan(text));
 }
 
 /**

@@ -154,6 +154,37 @@ describe('FF1 equals @noble/ciphers on random inputs', () => {
   });
 });
 
+describe('FF1 with a power-of-two radix past the double path (32-bit words, no BigInt)', () => {
+  // Halves over 2^45 and up to 96 bits (IPv6's 32 hex digits): every length of that band, each
+  // side of it, one tweak and per-value tweaks, single and batched, judged by @noble/ciphers (and
+  // the spec transcription for radix 65536, which noble does not take).
+  it('equals the independent implementations on every length of the band and decrypts back', () => {
+    const rand = rng(0x2f);
+    for (const radix of [2, 4, 8, 16, 32, 256, 4096, 65536]) {
+      const bits = Math.log2(radix);
+      const lengths: number[] = [];
+      for (let n = ff1MinLength(radix); Math.floor((n - 1) / 2 + 1) * bits <= 96 + 2 * bits && n <= 200; n++) if (Math.ceil(n / 2) * bits > 40) lengths.push(n);
+      assert.ok(lengths.some((n) => Math.ceil(n / 2) * bits > 45 && Math.ceil(n / 2) * bits <= 96), `radix ${radix} reaches the band`);
+      // Radix 2 and 4 have dozens of lengths in the band: both ends and the middle, both parities.
+      const mid = lengths.length >> 1;
+      for (const n of lengths.filter((_, k) => k < 2 || k >= lengths.length - 2 || k === mid || k === mid + 1)) {
+        const key = randomBytes(rand, [16, 24, 32][n % 3]);
+        const ff1 = new FF1(key, radix);
+        const values = Array.from({ length: 4 }, () => randomNumerals(rand, radix, n));
+        values.push(new Array<number>(n).fill(radix - 1), new Array<number>(n).fill(0));
+        const tweaks = values.map(() => randomBytes(rand, Math.floor(rand() * 20)));
+        const expected = values.map((x, k) => (radix === 65536 ? referenceEncrypt(key, radix, tweaks[k], x) : nobleFF1(radix, key, tweaks[k]).encrypt(x)));
+        values.forEach((x, k) => assert.deepEqual(Array.from(ff1.encrypt(x, tweaks[k])), expected[k], `radix ${radix}, length ${n}`));
+        const batch = ff1.encryptBatch(values, tweaks);
+        assert.deepEqual(batch.map((x) => Array.from(x)), expected, `radix ${radix}, length ${n}, batched`);
+        assert.deepEqual(ff1.decryptBatch(batch, tweaks).map((x) => Array.from(x)), values);
+        const shared = ff1.encryptBatch(values, tweaks[0]);
+        values.forEach((x, k) => assert.deepEqual(Array.from(shared[k]), Array.from(ff1.encrypt(x, tweaks[0]))));
+      }
+    }
+  });
+});
+
 describe('FF1 batches', () => {
   it('encryptBatch equals one-by-one encrypt for mixed lengths and radix paths', () => {
     const rand = rng(99);
