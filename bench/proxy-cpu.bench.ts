@@ -1,11 +1,12 @@
 // What one pass-through request costs the forward proxy, counted rather than timed (the machine is
 // shared, so wall time means little): CPU µs per request of the proxy's process (from /proc), and
 // from V8's own GC trace (--trace-gc-nvp) the bytes allocated and promoted per request and the
-// scavenges and full GCs per 10,000 requests. Promoted bytes are what a scavenge must copy and what
-// later costs a mark-compact: the forward proxy's p99 was set by them (docs/performance.md).
+// scavenges and full GCs per 10,000 requests. "Promoted" counts what scavenges copied into old
+// space; objects V8 pretenures (allocates in old space directly) are not in it.
 //
-// Each row is its own process started from nothing, loaded by the same open-loop 1 KB JSON POSTs
-// at 1,000 req/s (bench/open-loop.ts) through an absolute-form target, as apps send with HTTP_PROXY:
+// Each row is its own process started from nothing, sent 1 KB JSON POSTs through an absolute-form
+// target, as apps send with HTTP_PROXY, one after another on one keep-alive connection (so the
+// counts do not depend on how busy the machine is; PROXY_CPU_SEQUENTIAL=0: open loop at 1,000 req/s):
 //   - dpg serve (the build, bin/dpg.js, shipped config), pass-through and routed Mask;
 //   - floors in the same run, each a few lines of node: what a forward proxy on node:http costs
 //     with undici's dispatch(), with undici's stream() (dpg before issue 21), with node:http's own
