@@ -63,7 +63,7 @@ const get = (path: string, port = upstream.port): string => `GET http://127.0.0.
 
 test('response headers: hop-by-hop and Connection-named ones dropped, repeated Set-Cookie kept in order', async () => {
   const socket = await openProxy();
-  const res = await exchangeRaw(socket, get('/cookies'));
+  const res = await exchangeRaw(socket, get('/cookies'), 15_000);
   socket.destroy();
   assert.equal(res.status, 200);
   assert.equal(res.body.toString(), 'ok');
@@ -91,7 +91,7 @@ test('a 3 MB response read slowly arrives byte for byte (backpressure), and the 
   assert.equal(res.status, 200);
   assert.equal(res.body.length, BIG.length);
   assert.equal(createHash('sha256').update(res.body).digest('hex'), createHash('sha256').update(BIG).digest('hex'));
-  const next = await exchangeRaw(socket, get('/plain'));
+  const next = await exchangeRaw(socket, get('/plain'), 15_000);
   assert.equal(next.body.toString(), 'pass');
   socket.destroy();
 });
@@ -113,10 +113,10 @@ test('an upstream that cannot be reached: 502 UPSTREAM_UNREACHABLE, and the conn
   const port = dead.port;
   await dead.close();
   const socket = await openProxy();
-  const res = await exchangeRaw(socket, get('/x', port));
+  const res = await exchangeRaw(socket, get('/x', port), 15_000);
   assert.equal(res.status, 502);
   assert.equal(JSON.parse(res.body.toString()).code, 'UPSTREAM_UNREACHABLE');
-  const next = await exchangeRaw(socket, get('/plain'));
+  const next = await exchangeRaw(socket, get('/plain'), 15_000);
   assert.equal(next.body.toString(), 'pass');
   socket.destroy();
 });
