@@ -3,10 +3,12 @@
 // (promoted by a scavenge, or allocated in old space directly by allocation-site pretenuring).
 // Bytes per request, with V8's defaults and as `dpg serve` runs (pretenuring off,
 // src/core/young-garbage.ts), each in its own process; the load generator and the upstream run in
-// processes of their own, and requests go one after another on one keep-alive connection, so the
-// figure does not depend on how busy the machine is.
+// processes of their own. Closed loop: a fixed number of requests in flight, so the figure does
+// not depend on how busy the machine is (whether V8 tenures a site does depend on how many of its
+// objects a scavenge finds alive: with one request at a time it sometimes does not).
 //
-//   npm run bench -- proxy-survivors      (PROXY_SURVIVORS_REQUESTS, default 8000 after 2000 of warm-up)
+//   npm run bench -- proxy-survivors      (PROXY_SURVIVORS_REQUESTS, default 8000 after 2000 of warm-up;
+//   PROXY_SURVIVORS_CONNECTIONS, default 16: how many requests are in flight)
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';

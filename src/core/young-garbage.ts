@@ -2,7 +2,7 @@
 // time. Allocation-site pretenuring makes V8 allocate straight into old space the objects of any
 // allocation site whose objects survived a scavenge in high proportion. In a proxy that happens to
 // node:http's and undici's per-request objects (a few requests in flight at a scavenge, or a burst,
-// is enough), after which ~3 KB of every request's garbage lands in old space: more full GCs,
+// is enough), after which 3–6 KB of every request's garbage lands in old space: more full GCs,
 // longer pauses, and the forward proxy's p99 (docs/performance.md, forward proxy CPU). What truly
 // lives long here (compiled manifests, routes, pools) is built once at start and costs nothing to
 // copy twice.
