@@ -16,14 +16,14 @@
 //   npm run bench -- peers                  (about two minutes; PEERS_BENCH_MS, PEERS_BENCH_ROUNDS)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { freePort, writeDpgServeConfig } from './dpg-serve.ts';
 import { writeNginxPassThrough } from './nginx-conf.ts';
+import { cpuSeconds, rssMb } from './proc-stats.ts';
 import { serveOkUpstream } from './ok-upstream.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
@@ -35,7 +35,6 @@ const RATE = 1000;
 const WARMUP_MS = 500;
 const MAX_CONNECTIONS = 32;
 const MAX_MS = 3000;
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 
 // ---- the upstream (a child process: its CPU is not the peers') ----------------------------------
 
@@ -50,54 +49,6 @@ function startUpstream(): Promise<{ child: ChildProcess; port: number }> {
     });
     child.once('exit', (c) => reject(new Error(`upstream exited with ${c}`)));
   });
-}
-
-// ---- /proc: CPU and RSS of a process tree -------------------------------------------------------
-
-function treeOf(root: number): number[] {
-  const parents = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // Fields after the command (which may hold spaces) start after the last ')'.
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parents.set(Number(name), Number(rest[1]));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parents) if (ppid === tree[i]) tree.push(pid);
-  return tree;
-}
-
-/** CPU seconds (user + system) used so far by the tree under `root`. */
-function cpuSeconds(root: number): number {
-  let ticks = 0;
-  for (const pid of treeOf(root)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(rest[11]) + Number(rest[12]);
-    } catch {
-      // gone
-    }
-  }
-  return ticks / CLOCK_TICKS;
-}
-
-function rssMb(root: number): number {
-  let kb = 0;
-  for (const pid of treeOf(root)) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) kb += Number(m[1]);
-    } catch {
-      // gone
-    }
-  }
-  return kb / 1024;
 }
 
 // ---- the peers ----------------------------------------------------------------------------------
@@ -117,14 +68,6 @@ interface Peer {
   readonly idleRssMb: number;
   readonly targets: readonly Target[];
   readonly dir: string;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 async function answers(target: Target, body: string): Promise<boolean> {
@@ -180,31 +123,14 @@ async function startMitmproxy(upstreamPort: number, body: string): Promise<Peer>
 
 async function startDpg(upstreamPort: number, body: string): Promise<Peer> {
   const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-dpg-'));
-  const [http, grpc, proxy, reverse] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const routes = `
-    - name: bench-mask
-      match: { host: 127.0.0.1, port: ${upstreamPort}, methods: [POST], path: "/protect/**", contentType: application/json }
-      request: { manifest: customer, jobType: Mask }
-      onError: reject
-      maxBodyBytes: 1048576`;
-  const reverseListeners = `
-    - listen: 127.0.0.1:${reverse}
-      upstream: http://127.0.0.1:${upstreamPort}`;
-  const config = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8')
-    .replace('listen: 127.0.0.1:8080', `listen: 127.0.0.1:${http}`)
-    .replace('listen: 127.0.0.1:9090', `listen: 127.0.0.1:${grpc}`)
-    .replace('listen: 127.0.0.1:15001', `listen: 127.0.0.1:${proxy}`)
-    .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
-    .replace('routes: []                      # see docs/proxy.md\n  reverse: []', `routes:${routes}\n  reverse:${reverseListeners}`);
-  writeFileSync(join(dir, 'gateway.yaml'), config);
-  const viaProxy = { origin: `http://127.0.0.1:${proxy}`, headers: { host: `127.0.0.1:${upstreamPort}` } };
+  const dpg = await writeDpgServeConfig(dir, upstreamPort);
+  const viaProxy = { origin: `http://127.0.0.1:${dpg.proxyPort}`, headers: { host: `127.0.0.1:${upstreamPort}` } };
   const targets: Target[] = [
     { name: 'dpg forward proxy + Mask', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/protect/x` },
     { name: 'dpg forward proxy, pass-through', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/pass/x` },
-    { name: 'dpg reverse listener + Mask', origin: `http://127.0.0.1:${reverse}`, path: '/protect/x' },
+    { name: 'dpg reverse listener + Mask', origin: `http://127.0.0.1:${dpg.reversePort}`, path: '/protect/x' },
   ];
-  // The gateway as shipped: `dpg serve`, JSON log lines to stdout (here /dev/null), default log level.
-  return launch('dpg', dir, process.execPath, ['bin/dpg.js', 'serve', '--config', join(dir, 'gateway.yaml')], { DPG_DATA_DIR: join(dir, 'data'), NODE_ENV: 'test' }, targets, body);
+  return launch('dpg', dir, process.execPath, dpg.args, dpg.env, targets, body);
 }
 
 // ---- load ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // of the config's files) reloads the configuration (src/reload/reloader.ts).
 
 import { ConfigError, toDpgError } from '../../core/errors.ts';
+import { keepRequestGarbageYoung } from '../../core/young-garbage.ts';
 import { parseFlags, type Command, type FlagSpec } from '../command.ts';
 
 const options = {
@@ -25,6 +26,7 @@ A start-up failure (bad config, address in use, unreadable file, demo credential
 keyring under NODE_ENV=production) is printed with its cause and exits 1.`,
   async run(args) {
     const { values } = parseFlags(args, options);
+    keepRequestGarbageYoung();
     // Loaded here only: the other commands need none of the listeners.
     const [{ loadConfig }, { createLogger }, { startGateway }] = await Promise.all([
       import('../../config/load.ts'),

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
-import { Writable, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import { audit } from '../../core/audit.ts';
 import { DpgError, isDpgError } from '../../core/errors.ts';
@@ -17,7 +17,8 @@ import type { ProxyRoute } from '../../config/types.ts';
 import { BodyAbortedError, decodeContent, encodeContent, parseContentEncoding, readBody } from './body.ts';
 import { printableType, RefusedInputError } from '../reading/body-kind.ts';
 import { isDescriptorShortage } from '../forwarding/connection-limits.ts';
-import { carriesBody, endToEndHeaders, responseHeaders } from './headers.ts';
+import { carriesBody, endToEndHeaders, hasNoBody, responseHeaders } from './headers.ts';
+import { passThrough } from './pass-through.ts';
 import { overrideMethods } from '../reading/method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from '../problem.ts';
@@ -105,13 +106,13 @@ export class UpstreamCancel extends EventEmitter {
   }
 }
 
-function baseOptions(req: IncomingMessage, target: Target, signal: UpstreamCancel): DispatchWithServername {
+/** Where and what undici sends upstream: the target, the method and the end-to-end headers. */
+function dispatchOptions(req: IncomingMessage, target: Target): DispatchWithServername {
   return {
     origin: originOf(target),
     path: target.path,
     method: req.method as Dispatcher.HttpMethod,
     headers: endToEndHeaders(req.headers, target.hostHeader),
-    signal,
     servername: target.connectTo ? target.connectTo.servername : isIP(target.host) === 0 ? target.host : undefined,
   };
 }
@@ -158,29 +159,11 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     if (isDescriptorShortage(err)) deps.onResourceExhausted?.();
   };
 
-  /** Untouched streaming both ways, pooled keep-alive upstream. */
-  function passThrough(req: IncomingMessage, res: ServerResponse, target: Target): void {
-    const options = baseOptions(req, target, UpstreamCancel.forResponse(res));
-    options.body = carriesBody(req) ? req : null;
-    let bodiless = false;
-    agentFor(req, target)
-      .stream(options, ({ statusCode, headers }) => {
-        if (hasNoBody(statusCode)) {
-          bodiless = true;
-          res.writeHead(statusCode, bodilessHeaders(headers));
-          res.end();
-          return discard();
-        }
-        res.writeHead(statusCode, responseHeaders(headers));
-        return res;
-      })
-      .catch((err: unknown) => {
-        // A body sent with a 204/304 (or a length it announced) was dropped on purpose: not an error.
-        if (bodiless || isAbort(err)) return;
-        noteUpstreamError(err);
-        sendProblem(res, upstreamProblem(err), undefined);
-      });
-  }
+  /** An unrouted request's upstream failure: 502/504 to the app (or its connection cut once the head went out). */
+  const passThroughFailed = (res: ServerResponse, err: Error): void => {
+    noteUpstreamError(err);
+    sendProblem(res, upstreamProblem(err), undefined);
+  };
 
   async function routed(req: IncomingMessage, res: ServerResponse, target: Target, selection: RouteSelection): Promise<void> {
     const { route } = selection;
@@ -196,7 +179,8 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     const cancel = UpstreamCancel.forResponse(res);
 
     try {
-      const options = baseOptions(req, target, cancel);
+      const options = dispatchOptions(req, target);
+      options.signal = cancel;
       const headers = options.headers as Record<string, string | string[]>;
 
       if (phases.request) {
@@ -341,7 +325,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         return;
       }
       if (selection === undefined) {
-        passThrough(req, res, target);
+        passThrough(agentFor(req, target), dispatchOptions(req, target), req, res, passThroughFailed);
         return;
       }
       routed(req, res, target, selection).catch((err: unknown) => {
@@ -370,21 +354,11 @@ export function runsResponsePhase(phase: CompiledPhase, method: string | undefin
   return phase.reverse ? status < 300 : true;
 }
 
-/** Statuses that never carry a body (RFC 9110): whatever an upstream sends with them is dropped. */
-export function hasNoBody(status: number): boolean {
-  return status === 204 || status === 304 || (status >= 100 && status < 200);
-}
-
 /** Response headers for a 204/304: without the framing of a body that is not relayed. */
 function bodilessHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[] | number> {
   const out = responseHeaders(headers) as Record<string, string | string[] | number>;
   delete out['content-length'];
   return out;
-}
-
-/** A sink for a body that is dropped. */
-function discard(): Writable {
-  return new Writable({ write: (_chunk, _encoding, done) => done() });
 }
 
 /**

@@ -24,12 +24,7 @@ function connectionListed(headers: AnyHeaders): Set<string> | undefined {
   const c = headers.connection;
   if (c === undefined) return undefined;
   let listed: Set<string> | undefined;
-  for (const v of Array.isArray(c) ? c : [c]) {
-    for (const t of v.split(',')) {
-      const name = t.trim().toLowerCase();
-      if (!HOP_BY_HOP.has(name)) (listed ??= new Set<string>()).add(name);
-    }
-  }
+  for (const v of Array.isArray(c) ? c : [c]) listed = listedIn(v, listed);
   return listed;
 }
 
@@ -45,6 +40,38 @@ export function endToEndHeaders(headers: AnyHeaders, host?: string): Record<stri
   }
   if (host !== undefined) out.host = host;
   return out;
+}
+
+/**
+ * Response headers as undici reads them (name, value, name, value … as bytes), without the
+ * hop-by-hop ones, as the flat list ServerResponse.writeHead takes: no object is built per
+ * response, and repeated headers (Set-Cookie) stay as the upstream sent them. `bodiless` (a 204
+ * or 304 whose body is dropped) leaves out Content-Length too.
+ */
+export function endToEndRawHeaders(raw: readonly Buffer[], bodiless: boolean): string[] {
+  const names: string[] = new Array<string>(raw.length >> 1);
+  let listed: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toString('latin1').toLowerCase();
+    names[i >> 1] = name;
+    if (name === 'connection') listed = listedIn(raw[i + 1].toString('latin1'), listed);
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = names[i >> 1];
+    if (HOP_BY_HOP.has(name) || listed?.has(name) || (bodiless && name === 'content-length')) continue;
+    out.push(name, raw[i + 1].toString('latin1'));
+  }
+  return out;
+}
+
+/** Adds the names one Connection header value lists (beyond the hop-by-hop ones) to `listed`. */
+function listedIn(value: string, listed: Set<string> | undefined): Set<string> | undefined {
+  for (const t of value.split(',')) {
+    const name = t.trim().toLowerCase();
+    if (!HOP_BY_HOP.has(name)) (listed ??= new Set<string>()).add(name);
+  }
+  return listed;
 }
 
 /** Response headers from the upstream, ready for ServerResponse.writeHead. */
@@ -66,4 +93,9 @@ export function hasRequestBody(headers: IncomingHttpHeaders): boolean {
   const length = headers['content-length'];
   if (length !== undefined) return length !== '0';
   return headers['transfer-encoding'] !== undefined;
+}
+
+/** Statuses that never carry a body (RFC 9110): whatever an upstream sends with them is dropped. */
+export function hasNoBody(status: number): boolean {
+  return status === 204 || status === 304 || (status >= 100 && status < 200);
 }

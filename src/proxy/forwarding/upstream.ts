@@ -3,7 +3,7 @@
 
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
-import type { Agent } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { isDescriptorShortage } from './connection-limits.ts';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from '../problem.ts';
 
@@ -50,7 +50,7 @@ function descriptorsFree(count: number): boolean {
  * The upstream pool. undici (~40 ms and several MB to load) is imported with the first upstream
  * request, not at start: an idle sidecar never pays for it, and in the compiled build it sits in a
  * chunk of its own (docs/performance.md, footprint). Until then the pool is a stand-in whose
- * request() and stream() wait for the import; the proxy uses no other method but close().
+ * request() and dispatch() wait for the import; the proxy uses no other method but close().
  */
 export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
   let agent: Agent | undefined;
@@ -82,18 +82,35 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
       throw err;
     }));
   };
+  // The loaded pool's methods, bound once: not a bound function per request on the hot path.
+  const bound = new Map<PropertyKey, unknown>();
   return new Proxy({} as Agent, {
     get(_, key) {
       if (agent !== undefined) {
+        const known = bound.get(key);
+        if (known !== undefined) return known;
         const value = Reflect.get(agent, key) as unknown;
-        return typeof value === 'function' ? value.bind(agent) : value;
+        if (typeof value !== 'function') return value;
+        const method = value.bind(agent);
+        bound.set(key, method);
+        return method;
       }
       // A pool that was never used, or never loaded, has nothing to close.
       if (key === 'close' || key === 'destroy') {
         const pending = loading;
         return pending ? (...args: unknown[]) => pending.then((a) => (a[key] as (...x: unknown[]) => unknown)(...args), () => undefined) : async () => undefined;
       }
-      if (key === 'request' || key === 'stream') return (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args));
+      if (key === 'request') return (...args: unknown[]) => real().then((a) => (a[key] as (...x: unknown[]) => unknown)(...args));
+      // dispatch() answers through its handler: a pool that cannot load fails the request there.
+      if (key === 'dispatch') {
+        return (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => {
+          real().then(
+            (a) => a.dispatch(options, handler),
+            (err: Error) => (handler as { onError(err: Error): void }).onError(err),
+          );
+          return true;
+        };
+      }
       throw new Error(`upstream pool: ${String(key)} is not available before the first request`);
     },
   });
