@@ -35,7 +35,7 @@ describe('dpg ca bundle', () => {
     const r = spawnSync(process.execPath, ['bin/dpg.js', 'ca', 'bundle', '--out', out, '--config', config], {
       encoding: 'utf8',
       env: { ...process.env, DPG_DATA_DIR: dataDir, SSL_CERT_FILE: '' },
-      timeout: 30_000,
+      timeout: 180_000,
     });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /generated now/);

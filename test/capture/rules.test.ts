@@ -96,7 +96,7 @@ describe('capture rules', () => {
 describe('dpg capture (process, --dry-run and refusals)', () => {
   const BIN = join(process.cwd(), 'bin/dpg.js');
   const dpg = (args: string[], env: Record<string, string> = {}, cwd = process.cwd()) => {
-    const r = spawnSync(process.execPath, [BIN, 'capture', ...args], { encoding: 'utf8', env: { ...process.env, DPG_CONFIG: '', ...env }, timeout: 30_000, cwd });
+    const r = spawnSync(process.execPath, [BIN, 'capture', ...args], { encoding: 'utf8', env: { ...process.env, DPG_CONFIG: '', ...env }, timeout: 180_000, cwd });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   };
 
@@ -178,7 +178,7 @@ describe('dpg capture (process, --dry-run and refusals)', () => {
     const validate = spawnSync(process.execPath, ['bin/dpg.js', 'validate', '--config', config], {
       encoding: 'utf8',
       env: { ...process.env, DPG_CONFIG: '', DPG_DATA_DIR: join(config, '..', 'data'), DPG_LOG_LEVEL: 'silent' },
-      timeout: 30_000,
+      timeout: 180_000,
     });
     assert.equal(validate.status, 0, validate.stderr);
     assert.match(validate.stdout, /warning: proxy: route partner names no port, so it matches every port: dpg capture redirects every TCP port/);

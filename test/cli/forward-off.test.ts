@@ -18,7 +18,7 @@ const MANIFESTS = resolve('config/manifests');
 const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 
 function dpg(args: string[], env: Record<string, string>) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, DPG_LOG_LEVEL: 'silent', ...env }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, DPG_LOG_LEVEL: 'silent', ...env }, timeout: 180_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

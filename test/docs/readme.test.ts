@@ -58,7 +58,7 @@ function localise(command: string, replacements: Record<string, string> = {}): s
   return c;
 }
 
-function bash(script: string, extraEnv: Record<string, string> = {}, timeout = 60_000, cwd = ROOT) {
+function bash(script: string, extraEnv: Record<string, string> = {}, timeout = 180_000, cwd = ROOT) {
   return spawnSync('bash', ['-c', `set -euo pipefail\n${script}`], { cwd, encoding: 'utf8', env: { ...env, ...extraEnv }, timeout, input: 'a-secret\n' });
 }
 

@@ -32,12 +32,12 @@ function writeConfig(dir: string, edit: (yaml: string) => string = (y) => y): st
 
 /** `dpg serve` that is expected to refuse to start: its exit code and stderr. */
 function serveOnce(config: string, env: Record<string, string>): { code: number | null; stderr: string; stdout: string } {
-  const r = spawnSync(process.execPath, [BIN, 'serve', '-c', config], { cwd: ROOT, env: childEnv(env), encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [BIN, 'serve', '-c', config], { cwd: ROOT, env: childEnv(env), encoding: 'utf8', timeout: 180_000 });
   return { code: r.status, stderr: r.stderr, stdout: r.stdout };
 }
 
 describe('faults at start-up', () => {
-  it('the data directory on a full disk: exit 1 naming ENOSPC, no torn or temporary file left; once space is freed it starts', { timeout: 60_000 }, async (t) => {
+  it('the data directory on a full disk: exit 1 naming ENOSPC, no torn or temporary file left; once space is freed it starts', { timeout: 180_000 }, async (t) => {
     const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs -o size=16k tmpfs /mnt && umount /mnt'], { encoding: 'utf8' });
     if (probe.status !== 0) {
       t.skip(`needs unshare -m and mount (root, CAP_SYS_ADMIN): ${probe.stderr.trim().split('\n')[0]}`);
@@ -116,7 +116,7 @@ describe('the gateway killed with SIGKILL while it sends a protected body upstre
   });
   after(() => upstream.close());
 
-  it('the app sees an error, the upstream sees a body shorter than its framing says (never a complete one)', { timeout: 60_000 }, async () => {
+  it('the app sees an error, the upstream sees a body shorter than its framing says (never a complete one)', { timeout: 180_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dpg-fault-kill-'));
     const routes = [
       '    - name: killed',

@@ -18,7 +18,7 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 /** `dpg <args>` to completion. */
 export function dpgSync(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: ROOT, env: childEnv(env), timeout: 60_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', cwd: ROOT, env: childEnv(env), timeout: 180_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -31,7 +31,7 @@ describe('the rendered overlay', { skip: haveKubectl ? false : 'SKIPPED: kubectl
     return found[0];
   };
   before(() => {
-    const r = spawnSync('kubectl', ['kustomize', OVERLAY], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('kubectl', ['kustomize', OVERLAY], { encoding: 'utf8', timeout: 180_000 });
     assert.equal(r.status, 0, r.stderr);
     objects = parseAllDocuments(r.stdout).map((d) => d.toJS() as Json);
   });

@@ -13,7 +13,7 @@ import { injectorOptions, packageVersion } from '../../src/k8s/options.ts';
 const GOLDEN = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, 'inject');
 
 function dpg(args: string[], input?: string) {
-  const r = spawnSync(process.execPath, ['bin/dpg.js', ...args], { input, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, ['bin/dpg.js', ...args], { input, encoding: 'utf8', timeout: 180_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -47,7 +47,7 @@ const base = objectFiles.filter((f) => f.includes(`${join('kubernetes', 'base')}
 const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
 const haveKubectl = kubectl.status === 0;
 function render(dir: string): Json[] {
-  const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 180_000 });
   assert.equal(r.status, 0, r.stderr);
   return docs(r.stdout);
 }

@@ -41,7 +41,7 @@ describe('docs/kubernetes.md', () => {
     try {
       for (const command of [...commands, ...inline]) {
         const run = command.replaceAll('/tmp/', `${scratch}/`);
-        const r = spawnSync('bash', ['-c', `set -euo pipefail; ${run} > /dev/null`], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+        const r = spawnSync('bash', ['-c', `set -euo pipefail; ${run} > /dev/null`], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
         assert.equal(r.status, 0, `${command}\n${r.stderr}`);
       }
     } finally {

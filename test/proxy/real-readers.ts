@@ -7,12 +7,12 @@
 import { spawnSync } from 'node:child_process';
 
 function run(command: string, args: readonly string[], input: Buffer): string | undefined {
-  const r = spawnSync(command, args, { input, maxBuffer: 16 * 1024 * 1024, timeout: 20_000 });
+  const r = spawnSync(command, args, { input, maxBuffer: 16 * 1024 * 1024, timeout: 180_000 });
   if (r.error !== undefined || r.status !== 0) return undefined;
   return r.stdout.toString('utf8');
 }
 
-const has = (command: string, args: readonly string[]): boolean => spawnSync(command, args, { stdio: 'ignore', timeout: 20_000 }).status === 0;
+const has = (command: string, args: readonly string[]): boolean => spawnSync(command, args, { stdio: 'ignore', timeout: 180_000 }).status === 0;
 
 export const PHP = has('php', ['-r', 'exit(0);']);
 export const RACK = has('ruby', ['-e', 'require "rack"']);
