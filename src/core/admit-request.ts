@@ -10,11 +10,13 @@ import { declaredLength, type Admission, type DoorGate, type ShedReason } from '
  * over (IncomingMessage.push): adding a 'data' listener instead would start the stream flowing
  * before its reader is attached.
  */
-export function admitRequest(gate: DoorGate, req: IncomingMessage, res: ServerResponse): Admission | ShedReason {
-  const admission = gate.admit(declaredLength(req.headers['content-length']));
+export function admitRequest(gate: DoorGate, req: IncomingMessage, res: ServerResponse, holdsBody = true): Admission | ShedReason {
+  // A body streamed on untouched (the proxy's unrouted requests) is never in memory: it counts as a
+  // request, not as bytes, so one large pass-through upload does not fill the door's byte bound.
+  const admission = gate.admit(holdsBody ? declaredLength(req.headers['content-length']) : 0);
   if (typeof admission === 'string') return admission;
   res.once('close', admission.release);
-  if (req.headers['content-length'] === undefined && !req.complete) {
+  if (holdsBody && req.headers['content-length'] === undefined && !req.complete) {
     const push = req.push.bind(req);
     req.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
       if (chunk !== null && chunk !== undefined) admission.received((chunk as { length: number }).length);

@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { ProxyConfig, ProxyRoute, ReverseListener } from '../config/types.ts';
 import { DpgError, StartupError } from '../core/errors.ts';
 import { admitRequest } from '../core/admit-request.ts';
+import { carriesBody } from './exchange/headers.ts';
 import { overloadedError, type DoorGate, type Overload } from '../core/overload.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Metrics } from '../core/metrics.ts';
@@ -416,7 +417,9 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     gate === undefined
       ? serve
       : (req, res, reading, expectsContinue) => {
-          const admission = admitRequest(gate, req, res);
+          // Only a body the proxy will hold (a routed request) counts against the byte bound.
+          const holdsBody = reading.ok && carriesBody(req) && routing.exchange.holdsBody(req, reading.target);
+          const admission = admitRequest(gate, req, res, holdsBody);
           if (typeof admission === 'string') {
             sendProblem(res, problemOf(overloadedError(gate.door, admission)), undefined, !req.complete, retryAfter);
             return;

@@ -120,6 +120,8 @@ describe('overload shedding, whole process', () => {
       .replace('listen: 127.0.0.1:15001', 'listen: 127.0.0.1:0')
       .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
       .replace('  reverse: []', `  reverse:\n    - { listen: 127.0.0.1:0, upstream: "http://127.0.0.1:${upstream.port}" }`)
+      // A routed path: the proxy holds those bodies, and only held bodies count as bytes in flight.
+      .replace('  routes: []                      # see docs/proxy.md', `  routes:\n    - { name: held, match: { host: 127.0.0.1, port: ${upstream.port}, path: "/held/**" }, request: { manifest: customer, jobType: Mask } }`)
       .replace('limits:\n', `limits:\n  overload: { maxRequestsInFlight: ${MAX_REQUESTS}, maxBytesInFlight: ${MAX_BYTES}, maxEventLoopDelayMs: 0, maxEventLoopLagMs: 0, retryAfterSeconds: 2 }\n`)
       .concat(`\nadmin:\n  listen: 127.0.0.1:${adminPort}\n`);
     const file = join(dir, 'gateway.yaml');
@@ -182,20 +184,20 @@ describe('overload shedding, whole process', () => {
   it('reverse listener: declared and chunked request bytes in flight are bounded', async () => {
     const reverse = gateway.ports['proxy-reverse'];
     // 800 bytes declared, 10 sent: held in flight by its own unsent body.
-    const big = openRaw(reverse, `POST /a HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 800\r\n\r\n${'a'.repeat(10)}`);
+    const big = openRaw(reverse, `POST /held/a HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 800\r\n\r\n${'a'.repeat(10)}`);
     open.push(big.socket);
     await until(async () => (await metric(/^dpg_in_flight_request_bytes\{door="reverse"\}/)) === 'dpg_in_flight_request_bytes{door="reverse"} 800', 'the declared bytes are counted');
-    const over = openRaw(reverse, `POST /b HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 300\r\n\r\n${'b'.repeat(300)}`);
+    const over = openRaw(reverse, `POST /held/b HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 300\r\n\r\n${'b'.repeat(300)}`);
     open.push(over.socket);
     assertShed(await over.answer, 'reverse', /request bytes in flight/);
     big.socket.destroy();
     await until(async () => (await metric(/^dpg_in_flight_request_bytes\{door="reverse"\}/)) === 'dpg_in_flight_request_bytes{door="reverse"} 0', 'released');
 
     // A chunked body declares nothing: it is counted as it arrives.
-    const chunked = openRaw(reverse, `POST /c HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n4b0\r\n${'c'.repeat(1200)}\r\n`);
+    const chunked = openRaw(reverse, `POST /held/c HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n4b0\r\n${'c'.repeat(1200)}\r\n`);
     open.push(chunked.socket);
     await until(async () => (await metric(/^dpg_in_flight_request_bytes\{door="reverse"\}/)) === 'dpg_in_flight_request_bytes{door="reverse"} 1200', 'the received chunked bytes are counted');
-    const small = openRaw(reverse, `POST /d HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nddddd`);
+    const small = openRaw(reverse, `POST /held/d HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nddddd`);
     open.push(small.socket);
     assertShed(await small.answer, 'reverse', /request bytes in flight/);
     assert.equal((await get(adminPort, '/readyz')).status, 503);

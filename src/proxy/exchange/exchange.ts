@@ -63,6 +63,8 @@ export interface ExchangeDeps {
 export interface Exchange {
   /** Handles one request; never throws (every failure becomes a response or a cut connection). */
   handle(req: IncomingMessage, res: ServerResponse, target: Target): void;
+  /** True when `req`'s body would be read whole (a route selects it): the overload gate counts its bytes. */
+  holdsBody(req: IncomingMessage, target: Target): boolean;
   /** For `Expect: 100-continue`: a 413 to send instead of 100 when the declared length is over the route's limit. */
   refuseBeforeBody(req: IncomingMessage, target: Target): Problem | undefined;
 }
@@ -332,6 +334,12 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         logger.error({ route: selection.route.name, errorName: (err as Error)?.name }, 'proxy: unexpected failure');
         res.destroy();
       });
+    },
+
+    holdsBody(req, target) {
+      // gRPC calls stream message by message, whatever their route.
+      if (isH2Request(req) && isGrpcCall(req)) return false;
+      return matchRoute(req, target) !== undefined;
     },
 
     refuseBeforeBody(req, target) {
