@@ -56,6 +56,8 @@ const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
 const AMBIGUOUS = 'PSEUDONYM_AMBIGUOUS_IN_CONTEXT';
 /** A value still reads in clear after its neighbours were protected, round after round (protectCovering). */
 const NOT_COVERED = 'DETECTED_VALUE_NOT_COVERED';
+/** A value written in an encoding whose pseudonym would not give back its exact spelling. */
+const NOT_EXACT = 'ENCODED_VALUE_NOT_REVERSIBLE';
 /** Rounds of protectCovering: each covers more of the text or merges spans; glued readings need one or two. */
 const MAX_COVER_ROUNDS = 8;
 const TOKEN_PREFIX = 'enc:v1:';
@@ -492,7 +494,7 @@ export class ContentFieldAction implements FieldAction {
    * Applies the kind's rule to one detected value (a whole value, or a span read in `context`).
    * Pseudonymise and Reconstruct step through the kind's scheme when its rule is an FPE format.
    */
-  private one(kind: DetectKind, value: Scalar, context?: Context): Scalar {
+  private one(kind: DetectKind, value: Scalar, context?: Context, carries?: (v: string) => boolean): Scalar {
     const bound = this.kinds.get(kind)!;
     // A value written in an encoding (`４１１１…`, `jane%40example.com`): the rule sees it decoded,
     // its result is written back the same way (src/detect/decode.ts). Encrypt (the one forward rule
@@ -500,8 +502,19 @@ export class ContentFieldAction implements FieldAction {
     const encoding = typeof value === 'string' && !(this.mode === 'forward' && bound.technique.inverse) ? valueEncoding(value) : undefined;
     if (encoding !== undefined) {
       // Checked as a whole value: the text around it holds the encoded form, not this one.
-      const out = this.one(kind, encoding.plain);
-      return typeof out === 'string' ? encoding.encode(out) : out;
+      if ((this.mode !== 'pseudonymise' && this.mode !== 'reconstruct') || bound.removes) {
+        const out = this.one(kind, encoding.plain);
+        return typeof out === 'string' ? encoding.encode(out) : out;
+      }
+      // The round trip must give back the exact spelling: the pseudonym carries the encoded
+      // characters at the same places, and the walk (both ways) skips results that cannot.
+      const out = this.one(kind, encoding.plain, undefined, (v) => encoding.encodeAt(v) !== undefined);
+      if (typeof out !== 'string') return out;
+      if (out.startsWith(TOKEN_PREFIX)) return encoding.encode(out);
+      const written = encoding.encodeAt(out)!;
+      // What Reconstruct will write back from this pseudonym must be the value as sent.
+      if (this.mode === 'pseudonymise' && valueEncoding(written)?.encodeAt(encoding.plain) !== value) throw new DetectedFailure(kind, NOT_EXACT);
+      return written;
     }
     let out: Scalar;
     try {
@@ -510,13 +523,13 @@ export class ContentFieldAction implements FieldAction {
         const t = bound.technique;
         if (!t.inverse) return value;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context, carries);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
       else if (this.mode === 'pseudonymise') {
         const t = bound.technique;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context, carries);
       } else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
@@ -528,14 +541,16 @@ export class ContentFieldAction implements FieldAction {
 
   /**
    * Applies `step` until the result is detected as `kind` again (or is a fallback token): as a
-   * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged.
+   * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged;
+   * and, for a value written in an encoding, until it `carries` the encoded characters.
    */
-  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined): Scalar {
+  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
     if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return step(value);
     let out = step(value);
     for (let i = 0; ; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if (context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind))) return out;
+      const reads = context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind));
+      if (reads && (carries === undefined || (typeof out === 'string' && carries(out)))) return out;
       if (i >= MAX_WALK) throw new ValueError(context === undefined ? NOT_DETECTABLE : AMBIGUOUS);
       walkSteps.count++;
       out = step(out);
