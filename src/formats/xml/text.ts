@@ -45,6 +45,60 @@ export function decodeCharacterData(raw: string, inAttribute: boolean): string {
   return out + raw.slice(from);
 }
 
+/**
+ * Where each character of decodeCharacterData(raw) was written in `raw`: entry i is the start of
+ * character i's writing, the last entry raw's length (a reference or a CRLF is one character
+ * written with several; a reference beyond U+FFFF is two characters, both starting at its `&`).
+ */
+function writtenAt(raw: string, inAttribute: boolean): number[] {
+  const at: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    at.push(i);
+    if (c === 38 /* & */) {
+      const semi = raw.indexOf(';', i);
+      if (decodeReference(raw, i, semi).length === 2) at.push(i);
+      i = semi;
+    } else if (c === 13 /* \r */ && raw.charCodeAt(i + 1) === 10) i++;
+  }
+  at.push(raw.length);
+  return at;
+}
+
+/**
+ * The edit writing `replacement` over the character data `raw` (which reads as `value`): only the
+ * stretch between their common start and common end is rewritten, escaped — of the same length,
+ * only its changed characters — and every character outside stays exactly as sent (a raw `>`, a
+ * reference, a CRLF). [from, to) of raw, and the text to write there.
+ */
+export function changedStretch(raw: string, value: string, replacement: string, inAttribute: boolean, escape: (s: string) => string): [number, number, string] {
+  const n = Math.min(value.length, replacement.length);
+  let head = 0;
+  while (head < n && value.charCodeAt(head) === replacement.charCodeAt(head)) head++;
+  // Never between the two halves of a character beyond U+FFFF: both come from one writing.
+  if (head > 0 && isHighSurrogate(value.charCodeAt(head - 1))) head--;
+  let tail = 0;
+  while (tail < n - head && value.charCodeAt(value.length - 1 - tail) === replacement.charCodeAt(replacement.length - 1 - tail)) tail++;
+  if (tail > 0 && isHighSurrogate(value.charCodeAt(value.length - 1 - tail))) tail--;
+  const at = writtenAt(raw, inAttribute);
+  const end = value.length - tail;
+  if (end - head !== replacement.length - tail - head) return [at[head], at[end], escape(replacement.slice(head, replacement.length - tail))];
+  // The same length (a format-preserving rule): a character left the same keeps its writing too
+  // (`+4phone>+44 20…` → `+7phone>+85 34…`, the `>` not rewritten as `&gt;`).
+  let text = '';
+  for (let i = head; i < end; i++) {
+    const width = isHighSurrogate(value.charCodeAt(i)) || isHighSurrogate(replacement.charCodeAt(i)) ? 2 : 1;
+    const same = value.slice(i, i + width) === replacement.slice(i, i + width);
+    text += same ? raw.slice(at[i], at[i + width]) : escape(replacement.slice(i, i + width));
+    i += width - 1;
+  }
+  return [at[head], at[end], text];
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
 const TEXT_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };
 const ATTRIBUTE_ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',
