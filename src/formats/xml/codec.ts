@@ -276,7 +276,7 @@ class XmlProtector implements XmlEvents {
 
   /** Text start..end of the input, read as `value`, now `replacement`: only the changed stretch is rewritten. */
   private editText(start: number, end: number, value: string, replacement: string): void {
-    const [from, to, text] = changedStretch(this.input.slice(start, end), value, replacement, false, escapeText);
+    const [from, to, text] = changedStretch(this.input.slice(start, end), value, replacement, escapeText);
     this.edit(start + from, start + to, text);
   }
 
@@ -294,7 +294,7 @@ class XmlProtector implements XmlEvents {
       const replacement = asText(attribute.action.apply(attribute.value, attribute.location));
       if (replacement === attribute.value) continue;
       const quote = input[attribute.valueStart - 1] === "'" ? "'" : '"';
-      const [from, to, text] = changedStretch(input.slice(attribute.valueStart, attribute.valueEnd), attribute.value, replacement, true, (v) => escapeAttribute(v, quote));
+      const [from, to, text] = changedStretch(input.slice(attribute.valueStart, attribute.valueEnd), attribute.value, replacement, (v) => escapeAttribute(v, quote));
       this.edit(attribute.valueStart + from, attribute.valueStart + to, text);
     }
     this.pending.length = 0;

@@ -46,11 +46,12 @@ export function decodeCharacterData(raw: string, inAttribute: boolean): string {
 }
 
 /**
- * Where each character of decodeCharacterData(raw) was written in `raw`: entry i is the start of
+ * Where each character of decodeCharacterData(raw, …) was written in `raw` (attribute normalisation
+ * maps one character to one): entry i is the start of
  * character i's writing, the last entry raw's length (a reference or a CRLF is one character
  * written with several; a reference beyond U+FFFF is two characters, both starting at its `&`).
  */
-function writtenAt(raw: string, inAttribute: boolean): number[] {
+function writtenAt(raw: string): number[] {
   const at: number[] = [];
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
@@ -71,7 +72,10 @@ function writtenAt(raw: string, inAttribute: boolean): number[] {
  * only its changed characters — and every character outside stays exactly as sent (a raw `>`, a
  * reference, a CRLF). [from, to) of raw, and the text to write there.
  */
-export function changedStretch(raw: string, value: string, replacement: string, inAttribute: boolean, escape: (s: string) => string): [number, number, string] {
+export function changedStretch(raw: string, value: string, replacement: string, escape: (s: string) => string): [number, number, string] {
+  const at = writtenAt(raw);
+  // Not the reading of raw (a blank element's layout, read as no value): written whole.
+  if (at.length !== value.length + 1) return [0, raw.length, escape(replacement)];
   const n = Math.min(value.length, replacement.length);
   let head = 0;
   while (head < n && value.charCodeAt(head) === replacement.charCodeAt(head)) head++;
@@ -80,7 +84,6 @@ export function changedStretch(raw: string, value: string, replacement: string, 
   let tail = 0;
   while (tail < n - head && value.charCodeAt(value.length - 1 - tail) === replacement.charCodeAt(replacement.length - 1 - tail)) tail++;
   if (tail > 0 && isHighSurrogate(value.charCodeAt(value.length - 1 - tail))) tail--;
-  const at = writtenAt(raw, inAttribute);
   const end = value.length - tail;
   if (end - head !== replacement.length - tail - head) return [at[head], at[end], escape(replacement.slice(head, replacement.length - tail))];
   // The same length (a format-preserving rule): a character left the same keeps its writing too
