@@ -4,6 +4,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
 import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake, hexBytes } from './escapes.ts';
 import type { SqlToken } from './tokenizer.ts';
+import { keptWriting } from '../kept-writing.ts';
 
 /**
  * The value a string token stands for: quotes removed, every escape form of the dialect resolved as
@@ -148,21 +149,9 @@ export function rewriteString(sql: string, token: SqlToken, before: string, afte
   const decode = (text: string): string => decodeString(text, { ...token, contentStart: 0, contentEnd: text.length }, dialect);
   const at = writtenAt(content, token.quote, before, decode);
   if (at === undefined) return undefined;
-  const n = Math.min(before.length, after.length);
-  let head = 0;
-  while (head < n && before.charCodeAt(head) === after.charCodeAt(head)) head++;
-  let tail = 0;
-  while (tail < n - head && before.charCodeAt(before.length - 1 - tail) === after.charCodeAt(after.length - 1 - tail)) tail++;
-  const end = before.length - tail;
-  const body = (text: string): string => {
-    const quoted = quoteString(text, style, dialect);
-    return quoted.slice(style.prefix.length + 1, -1);
-  };
-  let middle = '';
-  if (end - head === after.length - tail - head) {
-    for (let i = head; i < end; i++) middle += before[i] === after[i] ? content.slice(at[i], at[i + 1]) : body(after[i]);
-  } else middle = body(after.slice(head, after.length - tail));
-  const written = content.slice(0, at[head]) + middle + content.slice(at[end]);
+  const body = (text: string): string => quoteString(text, style, dialect).slice(style.prefix.length + 1, -1);
+  const [from, to, middle] = keptWriting(content, at, before, after, body);
+  const written = content.slice(0, from) + middle + content.slice(to);
   // A lone half of a pair, or an escape joined with its new neighbour, would read otherwise: checked.
   let reads: string | undefined;
   try {

@@ -3,6 +3,7 @@
 // Input here has already passed the scanner, so references are known to be valid.
 
 import { isXmlSpace } from './scanner.ts';
+import { keptWriting } from '../kept-writing.ts';
 
 const PREDEFINED: Readonly<Record<string, string>> = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
 
@@ -68,38 +69,14 @@ function writtenAt(raw: string): number[] {
 
 /**
  * The edit writing `replacement` over the character data `raw` (which reads as `value`): only the
- * stretch between their common start and common end is rewritten, escaped — of the same length,
- * only its changed characters — and every character outside stays exactly as sent (a raw `>`, a
- * reference, a CRLF). [from, to) of raw, and the text to write there.
+ * changed characters are rewritten, escaped (kept-writing.ts); the others stay exactly as sent (a
+ * raw `>`, a reference, a CRLF). [from, to) of raw, and the text to write there.
  */
 export function changedStretch(raw: string, value: string, replacement: string, escape: (s: string) => string): [number, number, string] {
   const at = writtenAt(raw);
   // Not the reading of raw (a blank element's layout, read as no value): written whole.
   if (at.length !== value.length + 1) return [0, raw.length, escape(replacement)];
-  const n = Math.min(value.length, replacement.length);
-  let head = 0;
-  while (head < n && value.charCodeAt(head) === replacement.charCodeAt(head)) head++;
-  // Never between the two halves of a character beyond U+FFFF: both come from one writing.
-  if (head > 0 && isHighSurrogate(value.charCodeAt(head - 1))) head--;
-  let tail = 0;
-  while (tail < n - head && value.charCodeAt(value.length - 1 - tail) === replacement.charCodeAt(replacement.length - 1 - tail)) tail++;
-  if (tail > 0 && isHighSurrogate(value.charCodeAt(value.length - 1 - tail))) tail--;
-  const end = value.length - tail;
-  if (end - head !== replacement.length - tail - head) return [at[head], at[end], escape(replacement.slice(head, replacement.length - tail))];
-  // The same length (a format-preserving rule): a character left the same keeps its writing too
-  // (`+4phone>+44 20…` → `+7phone>+85 34…`, the `>` not rewritten as `&gt;`).
-  let text = '';
-  for (let i = head; i < end; i++) {
-    const width = isHighSurrogate(value.charCodeAt(i)) || isHighSurrogate(replacement.charCodeAt(i)) ? 2 : 1;
-    const same = value.slice(i, i + width) === replacement.slice(i, i + width);
-    text += same ? raw.slice(at[i], at[i + width]) : escape(replacement.slice(i, i + width));
-    i += width - 1;
-  }
-  return [at[head], at[end], text];
-}
-
-function isHighSurrogate(c: number): boolean {
-  return c >= 0xd800 && c <= 0xdbff;
+  return keptWriting(raw, at, value, replacement, escape);
 }
 
 const TEXT_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };
