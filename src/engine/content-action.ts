@@ -251,6 +251,7 @@ export class ContentFieldAction implements FieldAction {
   }
 
   private forwardText(text: string): Scalar {
+    if (this.mode === 'forward' && this.inText) return this.forwardCovering(text);
     const spans = this.scans?.get(text) ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
@@ -258,6 +259,15 @@ export class ContentFieldAction implements FieldAction {
     if (!this.inText) return text;
     if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans);
     return this.protectCovering(text, spans);
+  }
+
+  /** Mask, Anonymise, Encrypt and Restrict: readings the scanner left out for an overlapping one are covered with it. */
+  private forwardCovering(text: string): Scalar {
+    const { spans, overlapped } = this.scanner.scanWithOverlapped(text);
+    if (spans.length === 0) return text;
+    const first = spans[0];
+    if (overlapped.length === 0 && spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
+    return this.protectCovering(text, overlapped.length === 0 ? spans : unionSpans(spans, overlapped));
   }
 
   /**
@@ -269,7 +279,7 @@ export class ContentFieldAction implements FieldAction {
    * protected again, at most MAX_COVER_ROUNDS times, then the value fails closed. Texts with nothing
    * glued cost one more scan and come out as before.
    */
-  private protectCovering(text: string, spans: readonly DetectedSpan[]): string {
+  private protectCovering(text: string, spans: readonly CoverSpan[]): string {
     const before = this.run.summary.protected;
     const done = new Map<string, string>();
     let current: readonly CoverSpan[] = spans;
