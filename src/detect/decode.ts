@@ -207,6 +207,15 @@ export function decodedView(text: string): DecodedView | undefined {
 export interface ValueEncoding {
   readonly plain: string;
   encode(result: string): string;
+  /**
+   * Pseudonymise and Reconstruct, whose results must read back to the exact spelling: `result`
+   * with each encoded character of the original (and each invisible one) written at the same
+   * place, counted from the start, whatever the result's length (`４1.0.0.0` → `１26.110.152.69` →
+   * `４1.0.0.0`). Undefined when the result cannot carry them so that its decoding gives back
+   * `result` with the same places encoded (too short for them, a `%` form of a letter): the
+   * caller walks on to the next pseudonym, and Reconstruct skips the same ones on the way back.
+   */
+  encodeAt(result: string): string | undefined;
 }
 
 export function valueEncoding(value: string, depth = DECODE_ROUNDS): ValueEncoding | undefined {
@@ -216,8 +225,9 @@ export function valueEncoding(value: string, depth = DECODE_ROUNDS): ValueEncodi
   // Encoded twice (`jane%2540example.com`): decode the rest first, encode back in reverse order.
   const inner = valueEncoding(once.text, depth - 1);
   const decoded = once.text;
-  const outer: ValueEncoding = {
+  const outer: { -readonly [K in keyof ValueEncoding]: ValueEncoding[K] } = {
     plain: decoded,
+    encodeAt: () => undefined,
     encode(result: string): string {
       if (result.length !== decoded.length) return encodeLike(result, decoded, value, once);
       let out = '';
@@ -231,8 +241,41 @@ export function valueEncoding(value: string, depth = DECODE_ROUNDS): ValueEncodi
       return out + value.slice(at);
     },
   };
+  outer.encodeAt = (result: string): string | undefined => {
+    let out = '';
+    let at = 0;
+    for (let i = 0; i < decoded.length; i++) {
+      const encoded = once.how[i] !== PLAIN || once.from[i] > at;
+      if (i >= result.length) {
+        if (encoded) return undefined;
+        at = once.to[i];
+        continue;
+      }
+      if (once.from[i] > at) out += value.slice(at, once.from[i]);
+      out += encodeChar(result.charCodeAt(i), once.how[i], value.slice(once.from[i], once.to[i]));
+      at = once.to[i];
+    }
+    out += result.slice(decoded.length) + value.slice(decoded.length > 0 ? once.to[decoded.length - 1] : 0);
+    return readsAs(out, result, once.how, decoded.length) ? out : undefined;
+  };
   if (inner === undefined) return outer;
-  return { plain: inner.plain, encode: (result) => outer.encode(inner.encode(result)) };
+  return {
+    plain: inner.plain,
+    encode: (result) => outer.encode(inner.encode(result)),
+    encodeAt: (result) => {
+      const once = inner.encodeAt(result);
+      return once === undefined ? undefined : outer.encodeAt(once);
+    },
+  };
+}
+
+/** `written` decodes (one round) to `result`, encoded at exactly the places `how` says (plain past its end). */
+function readsAs(written: string, result: string, how: Uint8Array, length: number): boolean {
+  const back = decodeOnce(written);
+  if (back === undefined) return how.every((h, i) => h === PLAIN || i >= result.length) && written === result;
+  if (back.text !== result) return false;
+  for (let i = 0; i < result.length; i++) if (back.how[i] !== (i < length ? how[i] : PLAIN)) return false;
+  return true;
 }
 
 /**

@@ -64,14 +64,32 @@ export class ContentScanner {
    * span covers the original characters its value was written with (decode.ts).
    */
   scan(text: string): readonly DetectedSpan[] {
-    const view = decodedView(text);
-    if (view === undefined) return this.scanText(text);
-    const found = this.scanText(view.text);
-    if (found.length === 0) return NOTHING;
-    return found.map((s) => ({ start: view.from[s.start], end: view.to[s.end - 1], kind: s.kind }));
+    return this.scanInto(text, undefined);
   }
 
-  private scanText(text: string): readonly DetectedSpan[] {
+  /**
+   * What scan finds, and the readings it left out because a later one overlapped them (an SSN in
+   * `001-01-0001::1`, read as the IPv6 address `0001::1`): a protection that may leave nothing in
+   * clear covers those too (docs/detection.md, "No value left in clear").
+   */
+  scanWithOverlapped(text: string): { readonly spans: readonly DetectedSpan[]; readonly overlapped: readonly DetectedSpan[] } {
+    const overlapped: DetectedSpan[] = [];
+    const spans = this.scanInto(text, overlapped);
+    return { spans, overlapped };
+  }
+
+  private scanInto(text: string, overlapped: DetectedSpan[] | undefined): readonly DetectedSpan[] {
+    const view = decodedView(text);
+    if (view === undefined) return this.scanText(text, overlapped);
+    const dropped: DetectedSpan[] | undefined = overlapped === undefined ? undefined : [];
+    const found = this.scanText(view.text, dropped);
+    const back = (s: DetectedSpan): DetectedSpan => ({ start: view.from[s.start], end: view.to[s.end - 1], kind: s.kind });
+    if (dropped !== undefined) for (const s of dropped) overlapped!.push(back(s));
+    if (found.length === 0) return NOTHING;
+    return found.map(back);
+  }
+
+  private scanText(text: string, overlapped?: DetectedSpan[]): readonly DetectedSpan[] {
     const n = text.length;
     if (n < 4) return NOTHING;
     // The regex engine skips to the next character that can start a value far faster than a
@@ -98,14 +116,14 @@ export class ContentScanner {
       } else if (c === AT) {
         const found = emailAround(text, i);
         if (found !== undefined) {
-          out = replaceOverlapped(out, found[0], found[1], 'email');
+          out = replaceOverlapped(out, found[0], found[1], 'email', overlapped);
           next = found[1];
         }
       } else if (c === COLON) {
         if (i >= ipv6Checked && isHexOrColon(text, i - 1) && isHexOrColon(text, i + 1)) {
           const [start, end, isAddress] = ipv6Around(text, i);
           if (isAddress) {
-            out = replaceOverlapped(out, start, end, 'ipAddress');
+            out = replaceOverlapped(out, start, end, 'ipAddress', overlapped);
             next = end;
           } else {
             // Not an address, but what follows the colon may be another value (`Card:4111…`,
@@ -149,10 +167,13 @@ function isHexOrColon(text: string, i: number): boolean {
   return c === COLON || (c < 128 && (CLASS[c] & HEX) !== 0);
 }
 
-/** Adds a span found around earlier ones (an email around digits, an IPv6 address around a number). */
-function replaceOverlapped(out: DetectedSpan[] | undefined, start: number, end: number, kind: DetectKind): DetectedSpan[] {
+/** Adds a span found around earlier ones (an email around digits, an IPv6 address around a number); the ones it replaces go to `overlapped`. */
+function replaceOverlapped(out: DetectedSpan[] | undefined, start: number, end: number, kind: DetectKind, overlapped: DetectedSpan[] | undefined): DetectedSpan[] {
   const list = out ?? [];
-  while (list.length > 0 && list[list.length - 1].end > start) list.pop();
+  while (list.length > 0 && list[list.length - 1].end > start) {
+    const dropped = list.pop()!;
+    overlapped?.push(dropped);
+  }
   list.push({ start, end, kind });
   return list;
 }

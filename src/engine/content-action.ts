@@ -56,6 +56,12 @@ const MAX_WALK = 100;
 const NOT_DETECTABLE = 'PSEUDONYM_NOT_DETECTABLE';
 /** The value cannot be told apart from its neighbours, as written or once pseudonymised. */
 const AMBIGUOUS = 'PSEUDONYM_AMBIGUOUS_IN_CONTEXT';
+/** A value still reads in clear after its neighbours were protected, round after round (protectCovering). */
+const NOT_COVERED = 'DETECTED_VALUE_NOT_COVERED';
+/** A value written in an encoding whose pseudonym would not give back its exact spelling. */
+const NOT_EXACT = 'ENCODED_VALUE_NOT_REVERSIBLE';
+/** Rounds of protectCovering: each covers more of the text or merges spans; glued readings need one or two. */
+const MAX_COVER_ROUNDS = 8;
 const TOKEN_PREFIX = 'enc:v1:';
 /** Shorter readings of a token tried when it does not open as read (see openToken). */
 const MAX_TOKEN_TRIES = 24;
@@ -257,6 +263,7 @@ export class ContentFieldAction implements FieldAction {
   }
 
   private forwardText(text: string, prefetched?: Prefetched): Scalar {
+    if (this.mode === 'forward' && this.inText) return this.forwardCovering(text);
     const spans = prefetched?.spans ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
@@ -266,7 +273,80 @@ export class ContentFieldAction implements FieldAction {
     }
     if (!this.inText) return text;
     if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, prefetched?.firsts);
-    return this.splice(text, spans, (span) => this.asText(this.one(span.kind, text.slice(span.start, span.end))));
+    return this.protectCovering(text, spans);
+  }
+
+  /** Mask, Anonymise, Encrypt and Restrict: readings the scanner left out for an overlapping one are covered with it. */
+  private forwardCovering(text: string): Scalar {
+    const { spans, overlapped } = this.scanner.scanWithOverlapped(text);
+    if (spans.length === 0) return text;
+    const first = spans[0];
+    if (overlapped.length === 0 && spans.length === 1 && first.start === 0 && first.end === text.length) return this.one(first.kind, text);
+    return this.protectCovering(text, overlapped.length === 0 ? spans : unionSpans(spans, overlapped));
+  }
+
+  /**
+   * Mask, Anonymise, Encrypt and Restrict of spans inside text, until the output shows no value in
+   * clear. The scanner keeps one reading where candidates overlap or are glued (`1.0.0.0::1`, two
+   * phone readings sharing a digit group); once the kept one is protected, the other can read as a
+   * value on its own (`*.*.*.*::1`). So the output is scanned again: a value found there that is not
+   * one protected text on its own becomes a span (merged with the spans it touches) and the text is
+   * protected again, at most MAX_COVER_ROUNDS times, then the value fails closed. Texts with nothing
+   * glued cost one more scan and come out as before.
+   */
+  private protectCovering(text: string, spans: readonly CoverSpan[]): string {
+    const before = this.run.summary.protected;
+    const done = new Map<string, string>();
+    let current: readonly CoverSpan[] = spans;
+    for (let round = 0; ; round++) {
+      let out = '';
+      let at = 0;
+      /** Per span: where its protected text starts and ends in `out`. */
+      const placed: number[] = [];
+      for (const span of current) {
+        out += text.slice(at, span.start);
+        const key = `${span.start}:${span.end}:${span.kind}`;
+        let protectedText = done.get(key);
+        if (protectedText === undefined) done.set(key, (protectedText = this.protectMerged(text.slice(span.start, span.end), span)));
+        placed.push(out.length);
+        out += protectedText;
+        placed.push(out.length);
+        at = span.end;
+      }
+      out += text.slice(at);
+      const uncovered = uncoveredReadings(this.scanner.scan(out), current, placed, this.kinds);
+      if (uncovered === undefined || (uncovered.length > 0 && round + 1 >= MAX_COVER_ROUNDS)) throw new DetectedFailure(current[0].kind, NOT_COVERED);
+      if (uncovered.length === 0) {
+        this.run.summary.protected = before + current.length;
+        return out;
+      }
+      current = unionSpans(current, uncovered);
+    }
+  }
+
+  /**
+   * One span's protected text. A span merged from several readings takes the rule of the first of
+   * their kinds (longest reading first) whose result shows no value of its own: a card's Mask keeps
+   * letters, so a card reading glued to an e-mail address is masked by the e-mail's rule instead.
+   */
+  private protectMerged(value: string, span: CoverSpan): string {
+    if (span.kinds === undefined) return this.asText(this.one(span.kind, value));
+    let first: string | DetectedFailure | undefined;
+    for (const kind of span.kinds) {
+      let out: string;
+      try {
+        out = this.asText(this.one(kind, value));
+      } catch (err) {
+        // A rule that refuses the merged text (an e-mail Mask without an `@`): the next kind's.
+        if (!(err instanceof DetectedFailure)) throw err;
+        first ??= err;
+        continue;
+      }
+      if (this.scanner.scan(out).length === 0) return out;
+      if (first === undefined || first instanceof DetectedFailure) first = out;
+    }
+    if (first instanceof DetectedFailure) throw first;
+    return first!;
   }
 
   /**
@@ -448,7 +528,7 @@ export class ContentFieldAction implements FieldAction {
    * Applies the kind's rule to one detected value (a whole value, or a span read in `context`).
    * Pseudonymise and Reconstruct step through the kind's scheme when its rule is an FPE format.
    */
-  private one(kind: DetectKind, value: Scalar, context?: Context): Scalar {
+  private one(kind: DetectKind, value: Scalar, context?: Context, carries?: (v: string) => boolean): Scalar {
     const bound = this.kinds.get(kind)!;
     // A value written in an encoding (`４１１１…`, `jane%40example.com`): the rule sees it decoded,
     // its result is written back the same way (src/detect/decode.ts). Encrypt (the one forward rule
@@ -456,8 +536,19 @@ export class ContentFieldAction implements FieldAction {
     const encoding = typeof value === 'string' && !(this.mode === 'forward' && bound.technique.inverse) ? valueEncoding(value) : undefined;
     if (encoding !== undefined) {
       // Checked as a whole value: the text around it holds the encoded form, not this one.
-      const out = this.one(kind, encoding.plain);
-      return typeof out === 'string' ? encoding.encode(out) : out;
+      if ((this.mode !== 'pseudonymise' && this.mode !== 'reconstruct') || bound.removes) {
+        const out = this.one(kind, encoding.plain);
+        return typeof out === 'string' ? encoding.encode(out) : out;
+      }
+      // The round trip must give back the exact spelling: the pseudonym carries the encoded
+      // characters at the same places, and the walk (both ways) skips results that cannot.
+      const out = this.one(kind, encoding.plain, undefined, (v) => encoding.encodeAt(v) !== undefined);
+      if (typeof out !== 'string') return out;
+      if (out.startsWith(TOKEN_PREFIX)) return encoding.encode(out);
+      const written = encoding.encodeAt(out)!;
+      // What Reconstruct will write back from this pseudonym must be the value as sent.
+      if (this.mode === 'pseudonymise' && valueEncoding(written)?.encodeAt(encoding.plain) !== value) throw new DetectedFailure(kind, NOT_EXACT);
+      return written;
     }
     let out: Scalar;
     try {
@@ -466,13 +557,13 @@ export class ContentFieldAction implements FieldAction {
         const t = bound.technique;
         if (!t.inverse) return value;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context, carries);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
       else if (this.mode === 'pseudonymise') {
         const t = bound.technique;
         const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context);
+        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context, carries);
       } else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
@@ -484,14 +575,16 @@ export class ContentFieldAction implements FieldAction {
 
   /**
    * Applies `step` until the result is detected as `kind` again (or is a fallback token): as a
-   * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged.
+   * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged;
+   * and, for a value written in an encoding, until it `carries` the encoded characters.
    */
-  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined): Scalar {
+  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
     if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return step(value);
     let out = step(value);
     for (let i = 0; ; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
-      if (context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind))) return out;
+      const reads = context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind));
+      if (reads && (carries === undefined || (typeof out === 'string' && carries(out)))) return out;
       if (i >= MAX_WALK) throw new ValueError(context === undefined ? NOT_DETECTABLE : AMBIGUOUS);
       walkSteps.count++;
       out = step(out);
@@ -662,6 +755,66 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
 /** `tail + piece`, cut to its last WINDOW characters once it grows past 2 * WINDOW. */
 function withTail(tail: string, piece: string): string {
   return tail.length + piece.length <= 2 * WINDOW ? tail + piece : (tail + piece).slice(-WINDOW);
+}
+
+/**
+ * The values found in a protected output that are not one protected text on its own, as spans of
+ * the original text: a value made of characters left as written, or of them and the kept part of
+ * a protected neighbour (`0000::1`, an IBAN's last four and a glued `::1`), or of two protected
+ * texts, covers the original spans it touches and the text between (unionSpans merges them).
+ * spans[i]'s protected text is out[placed[2i], placed[2i+1]); the text between two spans is the
+ * original text, shifted. Kinds this job does not protect are no leak (a card in a Restrict job
+ * that only removes SSNs).
+ */
+function uncoveredReadings(found: readonly DetectedSpan[], spans: readonly CoverSpan[], placed: readonly number[], kinds: ReadonlyMap<DetectKind, unknown>): DetectedSpan[] | undefined {
+  const out: DetectedSpan[] = [];
+  /** The original offset of output offset `at`; `end`: as the end of a range. */
+  const original = (at: number, end: boolean): number => {
+    let k = 0;
+    while (k < spans.length && (end ? placed[2 * k] < at : placed[2 * k] <= at)) k++;
+    // `at` lies after spans[k-1]'s protected start: inside it (the whole span), or in the clear text after it.
+    if (k === 0) return at;
+    if (end ? at <= placed[2 * k - 1] : at < placed[2 * k - 1]) return end ? spans[k - 1].end : spans[k - 1].start;
+    return spans[k - 1].end + (at - placed[2 * k - 1]);
+  };
+  for (const f of found) {
+    if (!kinds.has(f.kind)) continue;
+    let inside: CoverSpan | undefined;
+    for (let k = 0; k < spans.length && placed[2 * k] <= f.start; k++) if (f.end <= placed[2 * k + 1]) inside = spans[k];
+    // A rule's result that reads as a value of its kind is by design (it is the rule's); a merged
+    // span's result that still shows a value has no wider span to fall back on: fail closed.
+    if (inside?.kinds !== undefined) return undefined;
+    if (inside === undefined) out.push({ start: original(f.start, false), end: original(f.end, true), kind: f.kind });
+  }
+  return out;
+}
+
+/**
+ * Spans and more spans as disjoint spans in order. Overlapping ones become one span, merged: its
+ * kinds are those of its readings, longest first (protectMerged picks the rule).
+ */
+function unionSpans(spans: readonly CoverSpan[], more: readonly DetectedSpan[]): CoverSpan[] {
+  const all = [...spans, ...more].sort((x, y) => x.start - y.start || y.end - x.end);
+  const out: { start: number; end: number; readings: CoverSpan[] }[] = [];
+  for (const s of all) {
+    const last = out[out.length - 1];
+    if (last !== undefined && s.start < last.end) {
+      if (s.end > last.end) last.end = s.end;
+      last.readings.push(s);
+      continue;
+    }
+    out.push({ start: s.start, end: s.end, readings: [s] });
+  }
+  return out.map(({ start, end, readings }) => {
+    if (readings.length === 1) return readings[0];
+    const kinds = [...new Set(readings.sort((x, y) => y.end - y.start - (x.end - x.start)).flatMap((r) => r.kinds ?? [r.kind]))];
+    return { start, end, kind: kinds[0], kinds };
+  });
+}
+
+/** A span protectCovering protects: a detected one, or one merged from overlapping readings (`kinds`). */
+interface CoverSpan extends DetectedSpan {
+  readonly kinds?: readonly DetectKind[];
 }
 
 /** A piece moved by `by` characters. */

@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testEngine, job, DEFAULT_MANIFESTS } from '../helpers/engine.ts';
 import type { JobType } from '../../src/core/types.ts';
+import fc from 'fast-check';
+import { valueArb } from '../helpers/detected-values.ts';
 
 const scanner = new ContentScanner(DETECT_KINDS);
 const found = (text: string) => scanner.scan(text).map((s) => [text.slice(s.start, s.end), s.kind]);
@@ -85,6 +87,55 @@ describe('protection in place in the original encoding (engine)', () => {
         assert.equal(doc(reverse, out).notes, text, `${forward} -> ${reverse}: ${text} via ${out.notes}`);
       }
     }
+  });
+});
+
+describe('Pseudonymise -> Reconstruct of values with encoded characters, whatever the pseudonym\'s length (issue 17)', () => {
+  const engine = testEngine();
+  const notes = (jobType: JobType, text: string) => (engine.protectDocument(job('customer', jobType), { notes: text }).dataSet as { notes: string }).notes;
+
+  /** One character of the value written encoded: fullwidth, a hex or decimal reference, a JSON escape, or a zero-width character before it. */
+  const encodeOne = (value: string, at: number, how: number): string => {
+    const c = value.charCodeAt(at);
+    if (c > 127) return value;
+    const forms = [
+      c > 32 && c < 127 ? String.fromCharCode(c + 0xfee0) : value[at],
+      `&#x${c.toString(16)};`,
+      `&#${c};`,
+      `\\u00${c.toString(16).padStart(2, '0')}`,
+      `\u200b${value[at]}`,
+    ];
+    return value.slice(0, at) + forms[how % forms.length] + value.slice(at + 1);
+  };
+
+  it('the fuzz findings come back in their own spelling (the pseudonym carries the encoded characters)', () => {
+    for (const text of ['４a0@example.com 0000', '-４1.0.0.0', ':&#x34;1.0.0.0', '-&#x34;1.0.0.0 001-01-0001']) {
+      const p = notes('Pseudonymise', text);
+      assert.notEqual(p, text);
+      assert.equal(notes('Reconstruct', p), text, `${text} via ${p}`);
+    }
+    assert.equal(notes('Pseudonymise', '-４1.0.0.0'), '-１26.110.152.69');
+  });
+
+  it('random values of every kind with one or two characters encoded (500 texts): exact, or refused — never another spelling', () => {
+    let exact = 0;
+    fc.assert(
+      fc.property(valueArb, fc.nat(), fc.nat(), fc.nat(4), fc.boolean(), (value, a, b, how, two) => {
+        let text = encodeOne(value, a % value.length, how);
+        if (two) text = encodeOne(text, b % text.length, how + 1);
+        text = `x ${text} y`;
+        let p: string;
+        try {
+          p = notes('Pseudonymise', text);
+        } catch {
+          return;
+        }
+        assert.equal(notes('Reconstruct', p), text, `${JSON.stringify(text)} via ${JSON.stringify(p)}`);
+        exact++;
+      }),
+      { numRuns: 500, seed: 1717 },
+    );
+    assert.ok(exact > 450, `${exact} of 500 round trips`);
   });
 });
 

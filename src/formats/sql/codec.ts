@@ -7,7 +7,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
 import { UNNAMED, type SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
-import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, styleOf } from './literals.ts';
+import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, rewriteString, styleOf } from './literals.ts';
 import {
   DEFAULT_SQL_LIMITS,
   readSqlScript,
@@ -559,7 +559,11 @@ class ScriptProtector {
       this.edited.add(slot.start);
       return;
     }
-    this.replace(slot, encodeLiteral(after, styleOf(this.sql, slot.token, slot.kind === 'number'), this.dialect));
+    // A string stays a string written as before wherever the rule left its characters as they were.
+    const followed = typeof before === 'string' && typeof after === 'string' && slot.kind !== 'number' && slot.start === slot.token.start && slot.end === slot.token.end
+      ? rewriteString(this.sql, slot.token, before, after, this.dialect)
+      : undefined;
+    this.replace(slot, followed ?? encodeLiteral(after, styleOf(this.sql, slot.token, slot.kind === 'number'), this.dialect));
   }
 
   private replace(slot: LiteralSlot, text: string): void {

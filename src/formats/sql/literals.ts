@@ -4,6 +4,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
 import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake, hexBytes } from './escapes.ts';
 import type { SqlToken } from './tokenizer.ts';
+import { keptWriting } from '../kept-writing.ts';
 
 /**
  * The value a string token stands for: quotes removed, every escape form of the dialect resolved as
@@ -128,6 +129,78 @@ export function encodeLiteral(value: Scalar, style: LiteralStyle, dialect: SqlDi
   }
   if (style.numeric && NUMERIC_TEXT.test(value)) return value;
   return quoteString(value, style, dialect);
+}
+
+/** Literals longer than this are written whole by encodeLiteral rather than followed character by character. */
+const MAX_FOLLOWED = 65_536;
+
+/**
+ * A string literal's new value written over the original token: characters the rule left as they
+ * were keep their writing (Snowflake's `\<` stays `\<`, a `''` stays `''`); only the changed
+ * stretch is escaped the dialect's way (of the same length, only its changed characters).
+ * Undefined where the literal's writing cannot be followed (dollar-quoted, raw or binary strings,
+ * very long ones) or the result would not read back as `after`: the caller writes it whole.
+ */
+export function rewriteString(sql: string, token: SqlToken, before: string, after: string, dialect: SqlDialect): string | undefined {
+  const style = styleOf(sql, token, false);
+  if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') return undefined;
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  if (content.length > MAX_FOLLOWED) return undefined;
+  const decode = (text: string): string => decodeString(text, { ...token, contentStart: 0, contentEnd: text.length }, dialect);
+  const at = writtenAt(content, token.quote, before, decode);
+  if (at === undefined) return undefined;
+  const body = (text: string): string => quoteString(text, style, dialect).slice(style.prefix.length + 1, -1);
+  const [from, to, middle] = keptWriting(content, at, before, after, body);
+  const written = content.slice(0, from) + middle + content.slice(to);
+  // A lone half of a pair, or an escape joined with its new neighbour, would read otherwise: checked.
+  let reads: string | undefined;
+  try {
+    reads = decode(written);
+  } catch {
+    reads = undefined;
+  }
+  return reads === after ? sql.slice(token.start, token.contentStart) + written + sql.slice(token.contentEnd, token.end) : undefined;
+}
+
+/**
+ * Where each character of `value` (the reading of `content`) is written in content, plus content's
+ * length at the end; undefined when the writing cannot be split so. A writing is one character, or
+ * an escape (a backslash, or a doubled quote) and the fewest characters after it that read as the
+ * next characters of the value: `\x41` is one, `\<` another.
+ */
+function writtenAt(content: string, quote: string, value: string, decode: (text: string) => string): number[] | undefined {
+  const at: number[] = [];
+  let d = 0;
+  for (let i = 0; i < content.length; ) {
+    const c = content.charCodeAt(i);
+    let width = 1;
+    if (c === 92 /* \ */ || content[i] === quote) {
+      width = 0;
+      for (let w = 2; w <= 10 && i + w <= content.length; w++) {
+        let piece: string;
+        try {
+          piece = decode(content.slice(i, i + w));
+        } catch {
+          continue;
+        }
+        if (piece.length > 0 && value.startsWith(piece, d)) {
+          width = w;
+          break;
+        }
+      }
+      if (width === 0) {
+        if (c !== 92 && value.charCodeAt(d) === c) width = 1;
+        else return undefined;
+      }
+    }
+    const piece = width === 1 ? content[i] : decode(content.slice(i, i + width));
+    for (let k = 0; k < piece.length; k++) at.push(i);
+    d += piece.length;
+    i += width;
+  }
+  if (d !== value.length) return undefined;
+  at.push(content.length);
+  return at;
 }
 
 /**

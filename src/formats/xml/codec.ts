@@ -7,7 +7,7 @@ import { safeName } from '../../core/safe-name.ts';
 import type { Scalar } from '../../core/types.ts';
 import { innerAction, type CodecOptions, type DocumentCodec, type FieldAction, type FieldResolver } from '../codec.ts';
 import { DEFAULT_XML_LIMITS, isXmlSpace, scanXml, type ElementFrame, type XmlEvents, type XmlLimits } from './scanner.ts';
-import { decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type ContentPiece, type LeafContent } from './text.ts';
+import { changedStretch, decodeCharacterData, escapeAttribute, escapeText, readLeafContent, type ContentPiece, type LeafContent } from './text.ts';
 
 export interface XmlCodecOptions {
   /** Deepest element nesting accepted (root = 1); deeper documents are MALFORMED_DATA_SET. Default 256. */
@@ -262,7 +262,7 @@ class XmlProtector implements XmlEvents {
       const piece = pieces[i];
       const value = values[i];
       if (value === piece.value) continue;
-      if (!piece.cdata) this.edit(piece.start, piece.end, escapeText(value));
+      if (!piece.cdata) this.editText(piece.start, piece.end, piece.value, value);
       else if (fitsCdata(value)) this.edit(piece.start, piece.end, value);
       // CDATA cannot hold these: the section becomes escaped text (a reader sees the same value).
       else this.edit(piece.start - CDATA_OPEN.length, piece.end + CDATA_CLOSE.length, escapeText(value));
@@ -270,8 +270,14 @@ class XmlProtector implements XmlEvents {
   }
 
   private writeContent(content: LeafContent, replacement: string): void {
-    const canStayCdata = content.cdata && fitsCdata(replacement);
-    this.edit(content.start, content.end, canStayCdata ? `<![CDATA[${replacement}]]>` : escapeText(replacement));
+    if (!content.cdata) return this.editText(content.start, content.end, content.value, replacement);
+    this.edit(content.start, content.end, fitsCdata(replacement) ? `<![CDATA[${replacement}]]>` : escapeText(replacement));
+  }
+
+  /** Text start..end of the input, read as `value`, now `replacement`: only the changed stretch is rewritten. */
+  private editText(start: number, end: number, value: string, replacement: string): void {
+    const [from, to, text] = changedStretch(this.input.slice(start, end), value, replacement, escapeText);
+    this.edit(start + from, start + to, text);
   }
 
   private locationOf(element: ElementFrame): string | (() => string) {
@@ -288,7 +294,8 @@ class XmlProtector implements XmlEvents {
       const replacement = asText(attribute.action.apply(attribute.value, attribute.location));
       if (replacement === attribute.value) continue;
       const quote = input[attribute.valueStart - 1] === "'" ? "'" : '"';
-      this.edit(attribute.valueStart, attribute.valueEnd, escapeAttribute(replacement, quote));
+      const [from, to, text] = changedStretch(input.slice(attribute.valueStart, attribute.valueEnd), attribute.value, replacement, (v) => escapeAttribute(v, quote));
+      this.edit(attribute.valueStart + from, attribute.valueStart + to, text);
     }
     this.pending.length = 0;
     this.pendingOwner = NOTHING;

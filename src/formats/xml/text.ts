@@ -3,6 +3,7 @@
 // Input here has already passed the scanner, so references are known to be valid.
 
 import { isXmlSpace } from './scanner.ts';
+import { keptWriting } from '../kept-writing.ts';
 
 const PREDEFINED: Readonly<Record<string, string>> = { lt: '<', gt: '>', amp: '&', apos: "'", quot: '"' };
 
@@ -43,6 +44,39 @@ export function decodeCharacterData(raw: string, inAttribute: boolean): string {
     }
   }
   return out + raw.slice(from);
+}
+
+/**
+ * Where each character of decodeCharacterData(raw, …) was written in `raw` (attribute normalisation
+ * maps one character to one): entry i is the start of
+ * character i's writing, the last entry raw's length (a reference or a CRLF is one character
+ * written with several; a reference beyond U+FFFF is two characters, both starting at its `&`).
+ */
+function writtenAt(raw: string): number[] {
+  const at: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    at.push(i);
+    if (c === 38 /* & */) {
+      const semi = raw.indexOf(';', i);
+      if (decodeReference(raw, i, semi).length === 2) at.push(i);
+      i = semi;
+    } else if (c === 13 /* \r */ && raw.charCodeAt(i + 1) === 10) i++;
+  }
+  at.push(raw.length);
+  return at;
+}
+
+/**
+ * The edit writing `replacement` over the character data `raw` (which reads as `value`): only the
+ * changed characters are rewritten, escaped (kept-writing.ts); the others stay exactly as sent (a
+ * raw `>`, a reference, a CRLF). [from, to) of raw, and the text to write there.
+ */
+export function changedStretch(raw: string, value: string, replacement: string, escape: (s: string) => string): [number, number, string] {
+  const at = writtenAt(raw);
+  // Not the reading of raw (a blank element's layout, read as no value): written whole.
+  if (at.length !== value.length + 1) return [0, raw.length, escape(replacement)];
+  return keptWriting(raw, at, value, replacement, escape);
 }
 
 const TEXT_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '\r': '&#13;' };

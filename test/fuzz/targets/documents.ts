@@ -107,7 +107,7 @@ function run(type: DataSetType, jobType: JobType, input: DocumentInput, text: st
  * take back to `canonical(text)` — the exact bytes for every type but LIST, which writes every
  * table it rewrites in its own quoting and line ends.
  */
-export function checkDocument(type: DataSetType, input: DocumentInput, canonical: (text: string) => string = (t) => t, differs?: (back: string) => string): void {
+export function checkDocument(type: DataSetType, input: DocumentInput, canonical: (text: string) => string = (t) => t, differs?: (back: string, forward: 'Pseudonymise' | 'Encrypt') => string): void {
   const masked = refusedOr(() => run(type, 'Mask', input, input.text));
   if (masked !== undefined) {
     for (const v of input.selected) assert.ok(!masked.includes(v), `Mask left a selected value in clear (${v.length} characters)`);
@@ -125,7 +125,7 @@ export function checkDocument(type: DataSetType, input: DocumentInput, canonical
     if (back === input.text) continue;
     const expected = canonical(input.text);
     // `differs` may classify a difference as a known issue (it throws KnownIssue) before the assertion.
-    if (back !== expected && differs !== undefined) differs(back);
+    if (back !== expected && differs !== undefined) differs(back, forward);
     assert.equal(back, expected, `${forward} → ${reverse} did not give back the input`);
   }
 }

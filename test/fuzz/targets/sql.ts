@@ -4,8 +4,24 @@
 import { SQL_DIALECTS, sqlDialect } from '../../../src/formats/sql/dialects.ts';
 import { DEFAULT_SQL_LIMITS } from '../../../src/formats/sql/script.ts';
 import { readsAlike } from '../../formats/sql/read-both-ways.ts';
-import type { FuzzTarget } from '../harness.ts';
+import { KnownIssue, type FuzzTarget } from '../harness.ts';
 import { checkDocument, documentArb, type DocumentInput, type Row } from './documents.ts';
+
+/**
+ * Reported in docs/reliability.md "Fuzzing". Characters a rule leaves as they were keep their
+ * writing (issue 17); a value Encrypt replaces whole by a token holds no writing, so Decrypt
+ * writes it in the dialect's own escaping (Snowflake's `\<` as `<`).
+ */
+export const ESCAPING_CANONICAL = "a value Encrypt rewrote whole comes back from Decrypt in the dialect's own escaping (Snowflake `\\<` as `<`): the same value, not the same bytes";
+
+/** After Encrypt → Decrypt, a difference only in backslash escapes of characters that need none: the known class. */
+function escapingOnly(text: string): (back: string, forward: 'Pseudonymise' | 'Encrypt') => string {
+  const plain = (t: string): string => t.replace(/\\([^\\'"0-9a-zA-Z])/g, '$1');
+  return (back, forward) => {
+    if (forward === 'Encrypt' && plain(back) === plain(text)) throw new KnownIssue(ESCAPING_CANONICAL);
+    return text;
+  };
+}
 
 const literal = (v: string): string => `'${v.replace(/'/g, "''")}'`;
 
@@ -28,7 +44,7 @@ export function sqlTarget(dialect: string): FuzzTarget<DocumentInput> {
     arbitrary: documentArb(writeSql, dialect),
     check: (input) => {
       readsAlike({ sql: input.text, dialect: sqlDialect(dialect), limits: DEFAULT_SQL_LIMITS });
-      checkDocument('SQL', input);
+      checkDocument('SQL', input, undefined, escapingOnly(input.text));
     },
     cost: 12,
   };
