@@ -1,23 +1,23 @@
 // Routed gRPC unary Mask through the forward proxy (CONNECT, TLS intercepted, HTTP/2), next to
 // the same calls made directly to the upstream: added p50/p99 at a fixed open-loop rate with a
-// ~1 KB message. A real gRPC route (a .proto file and the `customer` manifest), @grpc/grpc-js
-// client and server. The proxy runs in this process beside client and server (a short figure,
-// not a load test: the numbers include their sharing of one event loop, on both sides alike).
+// ~1 KB message. A real gRPC route (a .proto file and the `customer` manifest) on `dpg serve` from
+// the build, its own process; the @grpc/grpc-js upstream in another (bench/peers/grpc-echo-server.mjs);
+// the grpc-js client here. Run `npm run build` first.
 //
 //   npm run bench -- grpc-route        (GRPC_BENCH_RATE calls/s, default 1000; GRPC_BENCH_SECONDS, default 8)
 
-import { writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { createLogger } from '../src/core/logger.ts';
-import { Metrics } from '../src/core/metrics.ts';
-import { startProxy } from '../src/proxy/index.ts';
-import { testEngine } from '../test/helpers/engine.ts';
-import { proxyConfig, route, tempDir, upstreamPki } from '../test/proxy/helpers.ts';
+import { freePort } from './dpg-serve.ts';
+import { tempDir, upstreamPki } from '../test/proxy/helpers.ts';
 
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RATE = Number(process.env.GRPC_BENCH_RATE ?? 1000);
 const SECONDS = Number(process.env.GRPC_BENCH_SECONDS ?? 8);
 
@@ -42,21 +42,43 @@ const message = {
 };
 
 const pki = upstreamPki(tempDir());
-const server = new grpc.Server();
-server.addService(Customers.service, { Put: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => cb(null, call.request) });
-const port = await new Promise<number>((resolve, reject) =>
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(pki.certPem), private_key: Buffer.from(pki.keyPem) }]), (e, p) => (e ? reject(e) : resolve(p))),
-);
-const proxy = await startProxy({
-  config: proxyConfig({
-    upstreamCa: pki.caFile,
-    routes: [route('partner', { match: { host: '127.0.0.1', port, path: '/partner.v1.Customers/*' }, grpc: { protoFiles: [protoFile] }, request: { manifest: 'customer', jobType: 'Mask' } })],
-  }),
-  dataDir: tempDir(),
-  engine: testEngine(),
-  logger: createLogger({ level: 'error', destination: new Writable({ write: (_c, _e, cb) => cb() }) }),
-  metrics: new Metrics({ collectDefaults: false }),
+writeFileSync(join(dir, 'up.crt'), pki.certPem);
+writeFileSync(join(dir, 'up.key'), pki.keyPem);
+const children: ChildProcess[] = [];
+const up = spawn(process.execPath, [join(ROOT, 'bench/peers/grpc-echo-server.mjs'), protoFile, join(dir, 'up.crt'), join(dir, 'up.key')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+children.push(up);
+const port = Number(String((await once(up.stdout!, 'data'))[0]).trim());
+
+const proxyPort = await freePort();
+const config = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8')
+  .replace('listen: 127.0.0.1:8080', `listen: 127.0.0.1:${await freePort()}`)
+  .replace('listen: 127.0.0.1:9090', `listen: 127.0.0.1:${await freePort()}`)
+  .replace('listen: 127.0.0.1:15001', `listen: 127.0.0.1:${proxyPort}\n  upstreamCa: ${pki.caFile}`)
+  .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
+  .replace(
+    'routes: []                      # see docs/proxy.md',
+    `routes:\n    - name: partner\n      match: { host: 127.0.0.1, port: ${port}, path: "/partner.v1.Customers/*" }\n      grpc: { protoFiles: [${protoFile}] }\n      request: { manifest: customer, jobType: Mask }`,
+  );
+writeFileSync(join(dir, 'gateway.yaml'), config);
+const dpg = spawn(process.execPath, ['bin/dpg.js', 'serve', '--config', join(dir, 'gateway.yaml')], {
+  cwd: ROOT,
+  env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'error', NODE_ENV: 'test' },
+  stdio: ['ignore', 'inherit', 'inherit'],
 });
+children.push(dpg);
+const caPem = await (async () => {
+  for (let i = 0; i < 300; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${proxyPort}/proxy/ca.pem`);
+      if (res.ok) return await res.text();
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('dpg serve did not start');
+})();
+const proxy = { address: { port: proxyPort }, caPem };
 
 function client(viaProxy: boolean): grpc.Client {
   const saved = process.env.grpc_proxy;
@@ -123,5 +145,4 @@ const added = rows.map((r) => r.via[1]! - r.direct[1]!).sort((a, b) => a - b)[1]
 console.log(`median added p99 over 3 rounds: ${added.toFixed(2)} ms (goal ≤ 2 ms: ${added <= 2 ? 'met' : 'NOT met'}); load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 direct.close();
 via.close();
-await proxy.close(200);
-server.forceShutdown();
+for (const c of children) c.kill();
