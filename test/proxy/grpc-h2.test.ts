@@ -20,7 +20,7 @@ import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
 import type { GrpcCall } from '../../src/proxy/grpc-egress/contract.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { proxyConfig, route, tempDir, upstreamPki, type TestPki } from './helpers.ts';
-import { bidiInTurn, fakeGrpcPhase as fakePhase, h2ThroughConnect, SECRET } from './http2-helpers.ts';
+import { bidiInTurn, fakeGrpcPhase as fakePhase, grpcClientThroughProxy, h2ThroughConnect, SECRET } from './http2-helpers.ts';
 
 const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
 const service = {
@@ -85,16 +85,7 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
   });
 
   /** A grpc-js client that reaches 127.0.0.1:port through the proxy (grpc_proxy), trusting the gateway CA. */
-  const client = (): grpc.Client => {
-    const saved = process.env.grpc_proxy;
-    process.env.grpc_proxy = `http://127.0.0.1:${proxy.address.port}`;
-    try {
-      return new Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(proxy.caPem)));
-    } finally {
-      if (saved === undefined) delete process.env.grpc_proxy;
-      else process.env.grpc_proxy = saved;
-    }
-  };
+  const client = (): grpc.Client => grpcClientThroughProxy(Client, port, proxy);
   const unary = (c: grpc.Client, method: string, body: string): Promise<{ reply?: string; error?: grpc.ServiceError; trailers?: grpc.Metadata }> =>
     new Promise((resolve) => {
       let trailers: grpc.Metadata | undefined;

@@ -16,6 +16,7 @@ import { Metrics } from '../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { proxyConfig, route, tempDir, upstreamPki, type TestPki } from './helpers.ts';
+import { grpcClientThroughProxy } from './http2-helpers.ts';
 
 const PROTO = `syntax = "proto3";
 package partner.v1;
@@ -101,16 +102,7 @@ describe('a gRPC route end to end: grpc-js through CONNECT, fields protected on 
     server?.forceShutdown();
   });
 
-  const client = (): grpc.Client => {
-    const saved = process.env.grpc_proxy;
-    process.env.grpc_proxy = `http://127.0.0.1:${proxy.address.port}`;
-    try {
-      return new Customers(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(proxy.caPem)));
-    } finally {
-      if (saved === undefined) delete process.env.grpc_proxy;
-      else process.env.grpc_proxy = saved;
-    }
-  };
+  const client = (): grpc.Client => grpcClientThroughProxy(Customers, port, proxy);
 
   const assertProtected = (got: Customer, sent: Customer): void => {
     assert.notEqual(got.name, sent.name);

@@ -15,7 +15,7 @@ import {
 import type { AddressInfo, Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { Transform, type TransformCallback } from 'node:stream';
-import type { ClientDuplexStream, StatusObject } from '@grpc/grpc-js';
+import { credentials, type ChannelCredentials, type Client, type ClientDuplexStream, type StatusObject } from '@grpc/grpc-js';
 import { GrpcCallError, type GrpcCall, type GrpcPhase } from '../../src/proxy/grpc-egress/contract.ts';
 import { connectTcp, type TestPki } from './helpers.ts';
 
@@ -192,4 +192,23 @@ export async function bidiInTurn(call: ClientDuplexStream<Buffer, Buffer>, messa
   const status = new Promise<StatusObject>((resolve) => call.on('status', resolve));
   call.end();
   return { replies, code: (await status).code };
+}
+
+/**
+ * A grpc-js client of `Ctor` for 127.0.0.1:`port` that reaches it through the forward proxy (grpc-js
+ * reads `grpc_proxy` when the channel is made), trusting the gateway CA. The variable is restored after.
+ */
+export function grpcClientThroughProxy<C extends Client>(
+  Ctor: new (address: string, creds: ChannelCredentials) => C,
+  port: number,
+  proxy: { readonly address: { readonly port: number }; readonly caPem: string },
+): C {
+  const saved = process.env.grpc_proxy;
+  process.env.grpc_proxy = `http://127.0.0.1:${proxy.address.port}`;
+  try {
+    return new Ctor(`127.0.0.1:${port}`, credentials.createSsl(Buffer.from(proxy.caPem)));
+  } finally {
+    if (saved === undefined) delete process.env.grpc_proxy;
+    else process.env.grpc_proxy = saved;
+  }
 }
