@@ -3,6 +3,7 @@
 
 import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SHED_REASONS } from './overload.ts';
 
 export type Door = 'http' | 'file' | 'grpc' | 'proxy' | 'cli';
 
@@ -48,9 +49,6 @@ export interface EngineSource {
   };
   workers(): { readonly workers: number; readonly busy: number; readonly queued: number; readonly started: number; readonly lost: number; readonly tasks: number };
 }
-
-/** Why work is shed (core/overload.ts ShedReason). */
-const SHED_REASONS = ['requests', 'bytes', 'event-loop'] as const;
 
 interface RequestChildren {
   readonly requests: { inc(): void };

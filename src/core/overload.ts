@@ -8,7 +8,9 @@ import { DpgError } from './errors.ts';
 
 /** The doors that take new work (the admin listener and probes are never shed). */
 export type OverloadDoor = 'proxy' | 'reverse' | 'transparent' | 'http' | 'grpc';
-export type ShedReason = 'requests' | 'bytes' | 'event-loop';
+/** Why work is shed; the metrics give every door a series per reason. */
+export const SHED_REASONS = ['requests', 'bytes', 'event-loop'] as const;
+export type ShedReason = (typeof SHED_REASONS)[number];
 
 export const DEFAULT_OVERLOAD: OverloadConfig = {
   maxRequestsInFlight: 256,
