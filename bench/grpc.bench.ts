@@ -48,7 +48,7 @@ const config: GatewayConfig = {
   manifests: fileURLToPath(new URL('../config/manifests', import.meta.url)),
   proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
   limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, maxDocumentBytes: 64 * 1024 * 1024 },
-  logging: { level: 'silent' },
+  logging: { level: 'silent', bufferBytes: 8 * 1024 * 1024 },
 };
 
 const keyring = Keyring.fromDocument(

@@ -334,7 +334,7 @@ class SectionReader {
   logging(f: Raw, envLevel: string | undefined): LoggingConfig {
     let level = text(f.level) ?? 'info';
     if (envLevel && LOG_LEVELS.includes(envLevel)) level = envLevel;
-    return { level };
+    return { level, bufferBytes: int(f.bufferBytes, 8 * 1024 * 1024) };
   }
 
   proxy(f: Raw, envListen: ListenAddress | undefined, envTransparent?: ListenAddress, envInspect?: TransparentConfig['inspect'], envOff = false): ProxyConfig {

@@ -290,6 +290,8 @@ export interface AdminConfig {
 
 export interface LoggingConfig {
   readonly level: string;
+  /** Bytes of log lines held while stdout's reader is slow; beyond them lines are dropped and counted. */
+  readonly bufferBytes: number;
 }
 
 export interface GatewayConfig {

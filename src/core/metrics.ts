@@ -4,6 +4,7 @@
 import { X509Certificate } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { SHED_REASONS } from './overload.ts';
+import { droppedLogLines } from './logger.ts';
 
 export type Door = 'http' | 'file' | 'grpc' | 'proxy' | 'cli';
 
@@ -269,6 +270,15 @@ export class Metrics {
       'Protection workers lost with a task (crashed, ran out of heap or overran limits.workers.timeoutMs): each failed its request with WORKER_FAILED',
       (w) => w.lost,
     );
+    new Counter({
+      name: 'dpg_log_lines_dropped_total',
+      help: "Log lines dropped because stdout's reader was slower than the log for longer than logging.bufferBytes holds (dpg serve never waits for it)",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(droppedLogLines());
+      },
+    });
     this.configGeneration = new Gauge({
       name: 'dpg_config_generation',
       help: 'The configuration generation in force: 1 at start, one more per reload that took effect',

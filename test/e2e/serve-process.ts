@@ -19,6 +19,8 @@ export interface ServeProcess {
   /** Every line the process wrote to stdout (its JSON log), in order. */
   readonly logs: readonly string[];
   readonly base: string;
+  /** The process itself (tests that pause its stdout, or wait for its exit code). */
+  readonly child: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -26,7 +28,11 @@ export interface ServeProcess {
  * Starts `dpg serve` from the built bin with config/gateway.yaml, listeners on 127.0.0.1:0.
  * `proxy`: YAML for the `routes:` and `reverse:` lists (indented under `proxy:`), or nothing.
  */
-export async function startServe(prefix: string, proxy?: { routes: string; reverse: string }): Promise<ServeProcess> {
+export async function startServe(
+  prefix: string,
+  proxy?: { routes: string; reverse: string },
+  editConfig: (yaml: string) => string = (yaml) => yaml,
+): Promise<ServeProcess> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   let config = readFileSync(join(ROOT, 'config/gateway.yaml'), 'utf8')
     .replace('listen: 127.0.0.1:8080', 'listen: 127.0.0.1:0')
@@ -37,7 +43,7 @@ export async function startServe(prefix: string, proxy?: { routes: string; rever
     config = config.replace('routes: []                      # see docs/proxy.md\n  reverse: []', `routes:\n${proxy.routes}\n  reverse:\n${proxy.reverse}`);
   }
   const configFile = join(dir, 'gateway.yaml');
-  writeFileSync(configFile, config);
+  writeFileSync(configFile, editConfig(config));
   const child = spawn(process.execPath, ['bin/dpg.js', 'serve', '--config', configFile], {
     cwd: ROOT,
     env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'test' },
@@ -52,6 +58,7 @@ export async function startServe(prefix: string, proxy?: { routes: string; rever
     ports,
     logs,
     base: `http://127.0.0.1:${ports.http}`,
+    child,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));

@@ -30,6 +30,6 @@ export function testGatewayConfig(dataDir: string, overrides: TestConfigOverride
     manifests: join(dataDir, 'manifests'),
     proxy: { enabled: false, listen: { host: '127.0.0.1', port: 0 }, connectTimeoutMs: 1000, responseTimeoutMs: 1000, routes: [], reverse: [] },
     limits: { maxDepth: 256, maxRows: 1_000_000, maxValueLength: 1024 * 1024, maxDocumentBytes: 64 * 1024 * 1024, ...overrides.limits },
-    logging: { level: 'info' },
+    logging: { level: 'info', bufferBytes: 8 * 1024 * 1024 },
   };
 }

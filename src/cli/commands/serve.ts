@@ -35,7 +35,7 @@ keyring under NODE_ENV=production) is printed with its cause and exits 1.`,
     ]);
     const { config, problems } = loadConfig({ file: values.config });
     if (!config) throw new ConfigError(problems);
-    const logger = createLogger({ level: config.logging.level });
+    const logger = createLogger({ level: config.logging.level, bufferBytes: config.logging.bufferBytes });
     const gateway = await startGateway(config, { logger });
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down');
