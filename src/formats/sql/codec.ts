@@ -150,20 +150,24 @@ class ScriptProtector {
       const action = this.action(column.name, path);
       if (action === undefined) return;
       const items = insert.rows.map((row) => row[c]).filter((item): item is ValueItem => item !== undefined);
-      if (items.some((item) => action.removes(this.itemValue(item)))) {
+      // Each item's value is read once, for the Restrict question and for the technique.
+      const itemValues = items.map((item) => this.itemValue(item));
+      if (itemValues.some((value) => action.removes(value))) {
         removed.push(c);
         for (const item of items) for (const variable of item.variables) this.protectVariable(variable, action, safeName(column.name), item.start);
         return;
       }
       const label = this.label(st, column, insert.table);
-      const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
-      for (const item of literals) {
-        if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
-        this.checkText(item.literal!, label);
-      }
-      if (literals.length > 0) {
-        const slots = literals.map((item) => item.literal!);
-        const values = slots.map((slot) => literalValue(this.script, slot));
+      const slots: LiteralSlot[] = [];
+      const values: Scalar[] = [];
+      items.forEach((item, n) => {
+        if (item.literal === undefined || this.edited.has(item.literal.start)) return;
+        if (item.literal.kind === 'name') throw this.nameRefused(item.literal, label);
+        this.checkText(item.literal, label);
+        slots.push(item.literal);
+        values.push(itemValues[n]);
+      });
+      if (slots.length > 0) {
         const results = action.applyBatch(values, (k) => `${label} at ${this.where(slots[k].start)}`);
         for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
       }

@@ -10,7 +10,7 @@ import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { readPlainStatement, type PlainStatement } from './plain-statements.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
-import { decodeString } from './literals.ts';
+import { decodeString, readsAsWritten } from './literals.ts';
 import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
@@ -231,9 +231,15 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
     );
   }
   const reader = new StatementReader(sql, dialect, tokens);
-  const statements = segments.map((seg, k) => reader.read(seg, sources[k]));
+  const statements = segments.map((seg, k) => {
+    const source = sources[k];
+    return isPlain(source) ? reader.readPlain(seg, source) : reader.read(seg, source);
+  });
   const variables = new Map<string, VariableAssignment[]>();
-  for (const seg of segments) reader.readVariableAssignments(seg, variables);
+  // A plain statement holds no variable (its values are literals, its names plain): nothing to read there.
+  segments.forEach((seg, k) => {
+    if (!plain.has(k)) reader.readVariableAssignments(seg, variables);
+  });
   return { sql, dialect, positions, tokens, statements, variables, valuesNames: reader.valuesNames };
 }
 
@@ -248,7 +254,7 @@ function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDial
     const t = tokens[k];
     if (t.kind !== 'string') continue;
     try {
-      decodeString(sql, t, dialect);
+      if (!readsAsWritten(sql, t)) decodeString(sql, t, dialect);
     } catch (err) {
       if (!(err instanceof EscapeError)) throw err;
       throw refusedAt(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
@@ -439,6 +445,59 @@ class StatementReader {
     const { readTables, astComparisons, bindings } = facts;
     const plain = ast === undefined;
     return { type, start, end, tables, defaultTable, readTables, writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches, plain };
+  }
+
+  /**
+   * A plain statement (plain-statements.ts) from the places its recognition found: the same
+   * statement `read` builds for it (test/formats/sql/paths-agree.test.ts compares the two), without
+   * walking its tokens again. Its SET list and comparisons are the only ones it holds; it has no
+   * clause lists, defaults or variables.
+   */
+  readPlain(seg: Segment, plain: PlainStatement): SqlStatement {
+    const facts = plainFacts(plain);
+    const table = plain.table;
+    let insert: InsertShape | undefined;
+    const assignmentLists: AssignmentList[] = [];
+    if (plain.type === 'insert') {
+      const columns = plain.columns.map((c) => this.columnName(c, c + 1));
+      const rows = plain.rows.map((row) => {
+        const items: ValueItem[] = [];
+        for (let v = 0; v < row.length; v += 2) items.push(this.valueItem(row[v], row[v + 1]));
+        return items;
+      });
+      insert = { table, columns, rows };
+    } else if (plain.type === 'update') {
+      const items: Assignment[] = [];
+      const at = plain.assignments;
+      for (let v = 0; v < at.length; v += 3) {
+        const column = at[v];
+        items.push({ column: this.columnName(column, column + 1), item: this.valueItem(at[v + 1], at[v + 2]), start: this.tokens[column].start, end: this.tokens[at[v + 2] - 1].end });
+      }
+      assignmentLists.push({ table, items, clauseStart: undefined, emptyClause: '' });
+    }
+    const comparisons: Comparison[] = plain.conditions.map((c) => {
+      const slots: LiteralSlot[] = [];
+      for (let v = 0; v < c.literals.length; v += 2) slots.push(this.literalAt(c.literals[v], c.literals[v + 1])![0]);
+      return { column: this.columnName(c.columnFirst, c.columnEnd), operator: c.operator, slots, variables: [] };
+    });
+    return {
+      type: plain.type,
+      start: this.tokens[seg.first].start,
+      end: seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end,
+      tables: facts.tables,
+      defaultTable: table,
+      readTables: facts.readTables,
+      writesTable: insert?.table.toLowerCase(),
+      defaults: [],
+      insert,
+      insertWithoutColumns: false,
+      assignmentLists,
+      comparisons,
+      astComparisons: [],
+      bindings: facts.bindings,
+      mismatches: [],
+      plain: true,
+    };
   }
 
   private isWord(i: number, word: string): boolean {
