@@ -600,15 +600,17 @@ class ScriptProtector {
 function splice(sql: string, edits: Edit[]): string {
   if (edits.length === 0) return sql;
   edits.sort((a, b) => a.start - b.start || b.end - a.end);
-  let out = '';
+  // The pieces are joined once: one flat string, not a chain of concatenations per edit.
+  const pieces: string[] = [];
   let cursor = 0;
   for (const edit of edits) {
     if (edit.start < cursor) {
       if (edit.text === '' && edit.end > cursor) cursor = edit.end;
       continue;
     }
-    out += sql.slice(cursor, edit.start) + edit.text;
+    pieces.push(sql.slice(cursor, edit.start), edit.text);
     cursor = edit.end;
   }
-  return out + sql.slice(cursor);
+  pieces.push(sql.slice(cursor));
+  return pieces.join('');
 }

@@ -32,8 +32,8 @@ export interface PlainStatement {
    * the statement's shape without walking its tokens again. INSERT: the column names' tokens.
    */
   readonly columns: readonly number[];
-  /** INSERT: per row, the [first, end) token range of each value, as pairs. */
-  readonly rows: readonly (readonly number[])[];
+  /** INSERT: the [first, end) token range of each value, as pairs, row after row (each row as wide as `columns`). */
+  readonly values: readonly number[];
   /** UPDATE: per assignment, its column's token and its value's [first, end) range, as triples. */
   readonly assignments: readonly number[];
   /** The WHERE conditions that compare a column with literals, in order. */
@@ -50,6 +50,8 @@ export interface PlainCondition {
   readonly literals: readonly number[];
 }
 
+/** The empty list, shared: a plain statement lacks most parts. */
+const NONE: readonly never[] = Object.freeze([]);
 const COMPARISON = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
 /** Plain unquoted names; `$` and letters beyond ASCII are read differently by the parser's grammars. */
 const PLAIN_WORD = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -64,7 +66,8 @@ export function readPlainStatement(sql: string, dialect: SqlDialect, tokens: rea
 }
 
 class PlainReader {
-  private readonly conditions: PlainCondition[] = [];
+  /** Made on the first condition: most statements have none. */
+  private conditions: PlainCondition[] | undefined;
 
   constructor(
     private readonly sql: string,
@@ -104,24 +107,23 @@ class PlainReader {
     k++;
     if (this.word(k) !== 'VALUES') return undefined;
     k++;
-    const rows: number[][] = [];
+    const values: number[] = [];
     for (;;) {
       if (!this.is(k, 'open')) return undefined;
       k++;
-      const row: number[] = [];
+      const rowStart = values.length;
       for (;;) {
         const next = this.value(k);
         if (next === -1) return undefined;
-        row.push(k, next);
+        values.push(k, next);
         k = next;
         if (this.is(k, 'comma')) k++;
         else if (this.is(k, 'close')) break;
         else return undefined;
       }
-      if (row.length !== 2 * columnTokens.length) return undefined;
-      rows.push(row);
+      if (values.length - rowStart !== 2 * columnTokens.length) return undefined;
       k++;
-      if (k === this.end) return this.found('insert', table[0], [], [], columnTokens, rows, []);
+      if (k === this.end) return this.found('insert', table[0], NONE, NONE, columnTokens, values, NONE);
       if (!this.is(k, 'comma')) return undefined;
       k++;
     }
@@ -145,14 +147,14 @@ class PlainReader {
       else break;
     }
     if (!this.where(k)) return undefined;
-    return this.found('update', table[0], [], setColumns, [], [], assignments);
+    return this.found('update', table[0], NONE, setColumns, NONE, NONE, assignments);
   }
 
   private delete(i: number): PlainStatement | undefined {
     if (this.word(i) !== 'FROM') return undefined;
     const table = this.table(i + 1);
     if (table === undefined || !this.where(table[1])) return undefined;
-    return this.found('delete', table[0], [], [], [], [], []);
+    return this.found('delete', table[0], NONE, NONE, NONE, NONE, NONE);
   }
 
   private select(i: number): PlainStatement | undefined {
@@ -170,19 +172,19 @@ class PlainReader {
     if (this.word(k) !== 'FROM') return undefined;
     const table = this.table(k + 1);
     if (table === undefined || !this.where(table[1])) return undefined;
-    return this.found('select', table[0], outputs, [], [], [], []);
+    return this.found('select', table[0], outputs, NONE, NONE, NONE, NONE);
   }
 
   private found(
     type: PlainStatement['type'],
     table: string,
-    outputs: string[],
-    setColumns: string[],
-    columns: number[],
-    rows: number[][],
-    assignments: number[],
+    outputs: readonly string[],
+    setColumns: readonly string[],
+    columns: readonly number[],
+    values: readonly number[],
+    assignments: readonly number[],
   ): PlainStatement {
-    return { plain: true, type, table, outputs, setColumns, columns, rows, assignments, conditions: this.conditions };
+    return { plain: true, type, table, outputs, setColumns, columns, values, assignments, conditions: this.conditions ?? NONE };
   }
 
   /** The end of the statement, or `WHERE` and conditions joined by AND / OR up to it. */
@@ -253,7 +255,7 @@ class PlainReader {
       if (end === -1) return -1;
       literals.push(start, end);
     }
-    this.conditions.push({ columnFirst, columnEnd, operator, literals });
+    (this.conditions ??= []).push({ columnFirst, columnEnd, operator, literals });
     return after === -1 ? end : after;
   }
 
