@@ -80,6 +80,13 @@ for (const [route, label] of [['parser', 'full parser for every statement (befor
   console.log(`${label.padEnd(52)} ${(seconds * 1000).toFixed(1).padStart(7)} CPU ms/script  ${(mb / seconds).toFixed(2).padStart(6)} MB per CPU-second  ${(statements / seconds).toFixed(0).padStart(7)} statements per CPU-second`);
 }
 console.log(`token path ÷ full parser: ${(median(cpu.parser) / median(cpu.auto)).toFixed(2)}×   load average before: ${loadBefore}, after: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+// Issue 21's goal, on the default (token-level) path. CPU time inflates on a loaded machine (shared
+// cores and caches): the figure that counts is a quiet run's; the parser route above is the same-run baseline.
+const GOAL_MB_PER_CPU_SECOND = 10;
+const figure = mb / median(cpu.auto);
+console.log(
+  `goal: ≥ ${GOAL_MB_PER_CPU_SECOND} MB per CPU-second on the token-level path — ${figure >= GOAL_MB_PER_CPU_SECOND ? 'MET' : 'NOT MET'} (${figure.toFixed(2)} MB per CPU-second; full parser ${(mb / median(cpu.parser)).toFixed(2)} in the same run)`,
+);
 
 const { Parser } = createRequire(import.meta.url)('node-sql-parser/build/mysql.js') as {
   Parser: new () => { astify(s: string, o: object): unknown; sqlify(a: unknown, o: object): string };

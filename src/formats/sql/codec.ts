@@ -150,20 +150,24 @@ class ScriptProtector {
       const action = this.action(column.name, path);
       if (action === undefined) return;
       const items = insert.rows.map((row) => row[c]).filter((item): item is ValueItem => item !== undefined);
-      if (items.some((item) => action.removes(this.itemValue(item)))) {
+      // Each item's value is read once, for the Restrict question and for the technique.
+      const itemValues = items.map((item) => this.itemValue(item));
+      if (itemValues.some((value) => action.removes(value))) {
         removed.push(c);
         for (const item of items) for (const variable of item.variables) this.protectVariable(variable, action, safeName(column.name), item.start);
         return;
       }
       const label = this.label(st, column, insert.table);
-      const literals = items.filter((item) => item.literal !== undefined && !this.edited.has(item.literal.start));
-      for (const item of literals) {
-        if (item.literal!.kind === 'name') throw this.nameRefused(item.literal!, label);
-        this.checkText(item.literal!, label);
-      }
-      if (literals.length > 0) {
-        const slots = literals.map((item) => item.literal!);
-        const values = slots.map((slot) => literalValue(this.script, slot));
+      const slots: LiteralSlot[] = [];
+      const values: Scalar[] = [];
+      items.forEach((item, n) => {
+        if (item.literal === undefined || this.edited.has(item.literal.start)) return;
+        if (item.literal.kind === 'name') throw this.nameRefused(item.literal, label);
+        this.checkText(item.literal, label);
+        slots.push(item.literal);
+        values.push(itemValues[n]);
+      });
+      if (slots.length > 0) {
         const results = action.applyBatch(values, (k) => `${label} at ${this.where(slots[k].start)}`);
         for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
       }
@@ -596,15 +600,17 @@ class ScriptProtector {
 function splice(sql: string, edits: Edit[]): string {
   if (edits.length === 0) return sql;
   edits.sort((a, b) => a.start - b.start || b.end - a.end);
-  let out = '';
+  // The pieces are joined once: one flat string, not a chain of concatenations per edit.
+  const pieces: string[] = [];
   let cursor = 0;
   for (const edit of edits) {
     if (edit.start < cursor) {
       if (edit.text === '' && edit.end > cursor) cursor = edit.end;
       continue;
     }
-    out += sql.slice(cursor, edit.start) + edit.text;
+    pieces.push(sql.slice(cursor, edit.start), edit.text);
     cursor = edit.end;
   }
-  return out + sql.slice(cursor);
+  pieces.push(sql.slice(cursor));
+  return pieces.join('');
 }

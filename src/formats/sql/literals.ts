@@ -12,6 +12,11 @@ import { keptWriting } from '../kept-writing.ts';
  * Binary and bit strings (X'…', B'…') come back as their digits: binaryBytes reads their bytes.
  */
 export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect): string {
+  return readsAsWritten(sql, token) ? sql.slice(token.contentStart, token.contentEnd) : decodeWriting(sql, token, dialect);
+}
+
+/** decodeString without its shortcut for literals that read as written (the tests hold the two to the same values). */
+export function decodeWriting(sql: string, token: SqlToken, dialect: SqlDialect): string {
   const content = sql.slice(token.contentStart, token.contentEnd);
   const prefix = token.prefix;
   if (prefix === '$' || prefix.includes('R') || prefix === 'X') return content;
@@ -25,6 +30,20 @@ export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect):
 }
 
 /**
+ * A quoted string without a prefix (or with N) whose content holds neither a backslash nor its
+ * quote: every dialect reads it as written, so it decodes to its content. Most literals are such.
+ */
+export function readsAsWritten(sql: string, token: SqlToken): boolean {
+  if (token.kind !== 'string' || (token.prefix !== '' && token.prefix !== 'N')) return false;
+  const quote = token.quote.charCodeAt(0);
+  for (let i = token.contentStart; i < token.contentEnd; i++) {
+    const c = sql.charCodeAt(i);
+    if (c === 92 || c === quote) return false;
+  }
+  return true;
+}
+
+/**
  * The bytes of a binary literal, which servers store as bytes and convert to text in a character set
  * the gateway cannot see: X'…' (and BigQuery's b'…'), MySQL's b'0101' and 0b0101, and 0x… where it is
  * a binary string (MySQL, MariaDB, T-SQL). Undefined for any other token.
@@ -32,12 +51,14 @@ export function decodeString(sql: string, token: SqlToken, dialect: SqlDialect):
 export function binaryBytes(sql: string, token: SqlToken, dialect: SqlDialect): Uint8Array | undefined {
   const mysql = dialect.name === 'mysql' || dialect.name === 'mariadb';
   if (token.kind === 'number') {
+    if (sql.charCodeAt(token.start) !== 48) return undefined; // neither 0x… nor 0b…
     const text = sql.slice(token.start, token.end);
     if (/^0x/i.test(text) && (mysql || dialect.name === 'transactsql')) return hexBytes(text.slice(2)) ?? hexBytes('0' + text.slice(2));
     if (text.startsWith('0b') && mysql) return bitBytes(text.slice(2));
     return undefined;
   }
-  if (token.kind !== 'string') return undefined;
+  // Most strings have no prefix: nothing to slice.
+  if (token.kind !== 'string' || token.prefix === '' || token.prefix === 'N') return undefined;
   const content = sql.slice(token.contentStart, token.contentEnd);
   if (token.prefix === 'X') return hexBytes(content) ?? hexBytes('0' + content) ?? new Uint8Array();
   if (dialect.name === 'bigquery' && token.prefix.includes('B')) {
@@ -142,11 +163,25 @@ const MAX_FOLLOWED = 65_536;
  * very long ones) or the result would not read back as `after`: the caller writes it whole.
  */
 export function rewriteString(sql: string, token: SqlToken, before: string, after: string, dialect: SqlDialect): string | undefined {
-  const style = styleOf(sql, token, false);
   if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') return undefined;
   const content = sql.slice(token.contentStart, token.contentEnd);
   if (content.length > MAX_FOLLOWED) return undefined;
-  const decode = (text: string): string => decodeString(text, { ...token, contentStart: 0, contentEnd: text.length }, dialect);
+  // Neither text holds a character any dialect escapes: each character is written as itself on both
+  // sides, so the kept writing of the changed stretch is the new value itself (followWriting gives
+  // the same bytes, one escape call per changed character).
+  if ((token.prefix === '' || token.prefix === 'N') && before === content && writtenAsItself(content, token.quote) && writtenAsItself(after, token.quote)) {
+    return sql.slice(token.start, token.contentStart) + after + sql.slice(token.contentEnd, token.end);
+  }
+  return followWriting(sql, token, before, after, dialect);
+}
+
+/** rewriteString without its shortcut for literals written as themselves (the tests hold the two to the same bytes). */
+export function followWriting(sql: string, token: SqlToken, before: string, after: string, dialect: SqlDialect): string | undefined {
+  if (token.kind !== 'string' || token.prefix === '$' || token.prefix.includes('R') || token.prefix === 'X' || token.prefix === 'B') return undefined;
+  const content = sql.slice(token.contentStart, token.contentEnd);
+  if (content.length > MAX_FOLLOWED) return undefined;
+  const style = styleOf(sql, token, false);
+  const decode = (text: string): string => decodeWriting(text, { ...token, contentStart: 0, contentEnd: text.length }, dialect);
   const at = writtenAt(content, token.quote, before, decode);
   if (at === undefined) return undefined;
   const body = (text: string): string => quoteString(text, style, dialect).slice(style.prefix.length + 1, -1);
@@ -160,6 +195,16 @@ export function rewriteString(sql: string, token: SqlToken, before: string, afte
     reads = undefined;
   }
   return reads === after ? sql.slice(token.start, token.contentStart) + written + sql.slice(token.contentEnd, token.end) : undefined;
+}
+
+/** No character a string literal's writing can escape or end at: backslash, the quote, NUL, CR, LF. */
+function writtenAsItself(text: string, quote: string): boolean {
+  const q = quote.charCodeAt(0);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 92 || c === q || c === 0 || c === 10 || c === 13) return false;
+  }
+  return true;
 }
 
 /**

@@ -27,8 +27,31 @@ export interface PlainStatement {
   readonly outputs: readonly string[];
   /** UPDATE: the SET targets, as written. */
   readonly setColumns: readonly string[];
+  /**
+   * Where its parts stand, found in the same pass (token indexes), so the statement reader builds
+   * the statement's shape without walking its tokens again. INSERT: the column names' tokens.
+   */
+  readonly columns: readonly number[];
+  /** INSERT: the [first, end) token range of each value, as pairs, row after row (each row as wide as `columns`). */
+  readonly values: readonly number[];
+  /** UPDATE: per assignment, its column's token and its value's [first, end) range, as triples. */
+  readonly assignments: readonly number[];
+  /** The WHERE conditions that compare a column with literals, in order. */
+  readonly conditions: readonly PlainCondition[];
 }
 
+/** `column op literal(s)`: the column's tokens [first, end), the operator as the reader names it, the literals' ranges. */
+export interface PlainCondition {
+  readonly columnFirst: number;
+  readonly columnEnd: number;
+  /** The operator token's text, `NOT ` before a negated IN, LIKE or BETWEEN. */
+  readonly operator: string;
+  /** [first, end) token range of each literal, as pairs. */
+  readonly literals: readonly number[];
+}
+
+/** The empty list, shared: a plain statement lacks most parts. */
+const NONE: readonly never[] = Object.freeze([]);
 const COMPARISON = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
 /** Plain unquoted names; `$` and letters beyond ASCII are read differently by the parser's grammars. */
 const PLAIN_WORD = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -43,6 +66,9 @@ export function readPlainStatement(sql: string, dialect: SqlDialect, tokens: rea
 }
 
 class PlainReader {
+  /** Made on the first condition: most statements have none. */
+  private conditions: PlainCondition[] | undefined;
+
   constructor(
     private readonly sql: string,
     private readonly dialect: SqlDialect,
@@ -68,11 +94,11 @@ class PlainReader {
     if (table === undefined) return undefined;
     let k = table[1];
     if (!this.is(k, 'open')) return undefined;
-    let columns = 0;
+    const columnTokens: number[] = [];
     k++;
     for (;;) {
       if (this.name(k) === undefined) return undefined;
-      columns++;
+      columnTokens.push(k);
       k++;
       if (this.is(k, 'comma')) k++;
       else if (this.is(k, 'close')) break;
@@ -81,22 +107,23 @@ class PlainReader {
     k++;
     if (this.word(k) !== 'VALUES') return undefined;
     k++;
+    const values: number[] = [];
     for (;;) {
       if (!this.is(k, 'open')) return undefined;
       k++;
-      let values = 0;
+      const rowStart = values.length;
       for (;;) {
         const next = this.value(k);
         if (next === -1) return undefined;
-        values++;
+        values.push(k, next);
         k = next;
         if (this.is(k, 'comma')) k++;
         else if (this.is(k, 'close')) break;
         else return undefined;
       }
-      if (values !== columns) return undefined;
+      if (values.length - rowStart !== 2 * columnTokens.length) return undefined;
       k++;
-      if (k === this.end) return { plain: true, type: 'insert', table: table[0], outputs: [], setColumns: [] };
+      if (k === this.end) return this.found('insert', table[0], NONE, NONE, columnTokens, values, NONE);
       if (!this.is(k, 'comma')) return undefined;
       k++;
     }
@@ -107,25 +134,27 @@ class PlainReader {
     if (table === undefined || this.word(table[1]) !== 'SET') return undefined;
     let k = table[1] + 1;
     const setColumns: string[] = [];
+    const assignments: number[] = [];
     for (;;) {
       const column = this.name(k);
       if (column === undefined || !this.isOp(k + 1, '=')) return undefined;
       const next = this.value(k + 2);
       if (next === -1) return undefined;
       setColumns.push(column);
+      assignments.push(k, k + 2, next);
       k = next;
       if (this.is(k, 'comma')) k++;
       else break;
     }
     if (!this.where(k)) return undefined;
-    return { plain: true, type: 'update', table: table[0], outputs: [], setColumns };
+    return this.found('update', table[0], NONE, setColumns, NONE, NONE, assignments);
   }
 
   private delete(i: number): PlainStatement | undefined {
     if (this.word(i) !== 'FROM') return undefined;
     const table = this.table(i + 1);
     if (table === undefined || !this.where(table[1])) return undefined;
-    return { plain: true, type: 'delete', table: table[0], outputs: [], setColumns: [] };
+    return this.found('delete', table[0], NONE, NONE, NONE, NONE, NONE);
   }
 
   private select(i: number): PlainStatement | undefined {
@@ -143,7 +172,19 @@ class PlainReader {
     if (this.word(k) !== 'FROM') return undefined;
     const table = this.table(k + 1);
     if (table === undefined || !this.where(table[1])) return undefined;
-    return { plain: true, type: 'select', table: table[0], outputs, setColumns: [] };
+    return this.found('select', table[0], outputs, NONE, NONE, NONE, NONE);
+  }
+
+  private found(
+    type: PlainStatement['type'],
+    table: string,
+    outputs: readonly string[],
+    setColumns: readonly string[],
+    columns: readonly number[],
+    values: readonly number[],
+    assignments: readonly number[],
+  ): PlainStatement {
+    return { plain: true, type, table, outputs, setColumns, columns, values, assignments, conditions: this.conditions ?? NONE };
   }
 
   /** The end of the statement, or `WHERE` and conditions joined by AND / OR up to it. */
@@ -161,39 +202,61 @@ class PlainReader {
     }
   }
 
-  /** One `column op literal` condition at i; returns the index after it, or -1. */
+  /** One `column op literal` condition at i, recorded; returns the index after it, or -1. */
   private condition(i: number): number {
-    let k = this.columnRef(i);
-    if (k === -1) return -1;
+    const columnEnd = this.columnRef(i);
+    if (columnEnd === -1) return -1;
+    let k = columnEnd;
     const t = this.tokens[k];
     if (t === undefined) return -1;
     // Comparisons take unsigned literals only: a sign there is an expression to some grammars.
-    if (t.kind === 'op' && COMPARISON.has(t.text)) return this.literal(k + 1, false);
+    if (t.kind === 'op' && COMPARISON.has(t.text)) return this.compared(i, columnEnd, t.text, [k + 1]);
     if (this.word(k) === 'IS') {
       k++;
       if (this.word(k) === 'NOT') k++;
       return this.word(k) === 'NULL' ? k + 1 : -1;
     }
-    if (this.word(k) === 'NOT') k++;
+    const not = this.word(k) === 'NOT';
+    if (not) k++;
     const op = this.word(k);
-    if (op === 'LIKE') return this.literal(k + 1, false);
+    const operator = not ? 'NOT ' + op : (op ?? '');
+    if (op === 'LIKE') return this.compared(i, columnEnd, operator, [k + 1]);
     if (op === 'BETWEEN') {
       const low = this.literal(k + 1, false);
-      return low !== -1 && this.word(low) === 'AND' ? this.literal(low + 1, false) : -1;
+      return low !== -1 && this.word(low) === 'AND' ? this.compared(i, columnEnd, operator, [k + 1, low + 1]) : -1;
     }
     if (op === 'IN') {
       k++;
       if (!this.is(k, 'open')) return -1;
+      const starts: number[] = [];
       k++;
       for (;;) {
+        starts.push(k);
         k = this.literal(k, false);
         if (k === -1) return -1;
         if (this.is(k, 'comma')) k++;
-        else if (this.is(k, 'close')) return k + 1;
+        else if (this.is(k, 'close')) return this.compared(i, columnEnd, operator, starts, k + 1);
         else return -1;
       }
     }
     return -1;
+  }
+
+  /**
+   * Records a condition: the column at [columnFirst, columnEnd), the literals starting at `starts`
+   * (unsigned). Returns the index after the condition: `after`, else the end of the last literal; -1
+   * when a literal is not one.
+   */
+  private compared(columnFirst: number, columnEnd: number, operator: string, starts: readonly number[], after = -1): number {
+    const literals: number[] = [];
+    let end = -1;
+    for (const start of starts) {
+      end = this.literal(start, false);
+      if (end === -1) return -1;
+      literals.push(start, end);
+    }
+    (this.conditions ??= []).push({ columnFirst, columnEnd, operator, literals });
+    return after === -1 ? end : after;
   }
 
   /** `name` or `qualifier.name` at i; returns the index after it, or -1. */

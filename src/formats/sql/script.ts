@@ -10,7 +10,7 @@ import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { readPlainStatement, type PlainStatement } from './plain-statements.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
-import { decodeString } from './literals.ts';
+import { decodeString, readsAsWritten } from './literals.ts';
 import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
 
 export interface SqlLimits {
@@ -231,9 +231,15 @@ export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimit
     );
   }
   const reader = new StatementReader(sql, dialect, tokens);
-  const statements = segments.map((seg, k) => reader.read(seg, sources[k]));
+  const statements = segments.map((seg, k) => {
+    const source = sources[k];
+    return isPlain(source) ? reader.readPlain(seg, source) : reader.read(seg, source);
+  });
   const variables = new Map<string, VariableAssignment[]>();
-  for (const seg of segments) reader.readVariableAssignments(seg, variables);
+  // A plain statement holds no variable (its values are literals, its names plain): nothing to read there.
+  segments.forEach((seg, k) => {
+    if (!plain.has(k)) reader.readVariableAssignments(seg, variables);
+  });
   return { sql, dialect, positions, tokens, statements, variables, valuesNames: reader.valuesNames };
 }
 
@@ -248,7 +254,7 @@ function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDial
     const t = tokens[k];
     if (t.kind !== 'string') continue;
     try {
-      decodeString(sql, t, dialect);
+      if (!readsAsWritten(sql, t)) decodeString(sql, t, dialect);
     } catch (err) {
       if (!(err instanceof EscapeError)) throw err;
       throw refusedAt(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
@@ -340,6 +346,8 @@ function splitStatements(tokens: readonly SqlToken[]): Segment[] {
   return segments;
 }
 
+/** The empty list, shared by the statements that lack a part. */
+const NONE: readonly never[] = Object.freeze([]);
 const COMPARISON_OPS = new Set(['=', '==', '!=', '<>', '<', '>', '<=', '>=', '<=>']);
 const WORD_OPS = new Set(['LIKE', 'ILIKE', 'IN', 'BETWEEN']);
 /** Tokens that bind tighter than a comparison: a column or literal next to one is part of a larger operand. */
@@ -355,6 +363,8 @@ const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'L
 /** Reads statements of one script; holds the per-token depth and bracket matching. */
 class StatementReader {
   readonly valuesNames = new Set<number>();
+  /** readPlain's tables, by name as written. */
+  private readonly plainTables = new Map<string, { tables: ReadonlyMap<string, string>; reads: readonly string[] }>();
   private readonly depth: Int32Array;
   private readonly match: Int32Array;
 
@@ -439,6 +449,89 @@ class StatementReader {
     const { readTables, astComparisons, bindings } = facts;
     const plain = ast === undefined;
     return { type, start, end, tables, defaultTable, readTables, writesTable, defaults, insert, insertWithoutColumns, assignmentLists, comparisons, astComparisons, bindings, mismatches, plain };
+  }
+
+  /**
+   * A plain statement (plain-statements.ts) from the places its recognition found: the same
+   * statement `read` builds for it (test/formats/sql/paths-agree.test.ts compares the two), without
+   * walking its tokens again. Its SET list and comparisons are the only ones it holds; it has no
+   * clause lists, defaults or variables.
+   */
+  readPlain(seg: Segment, plain: PlainStatement): SqlStatement {
+    const table = plain.table;
+    // Statements on one table share its map and list (nothing changes them once read).
+    let named = this.plainTables.get(table);
+    if (named === undefined) {
+      named = { tables: new Map([[table.toLowerCase(), table]]), reads: [table.toLowerCase()] };
+      this.plainTables.set(table, named);
+    }
+    let insert: InsertShape | undefined;
+    let assignmentLists: readonly AssignmentList[] = NONE;
+    let bindings: readonly SqlBinding[] = NONE;
+    if (plain.type === 'insert') {
+      const columns = plain.columns.map((c) => this.columnName(c, c + 1));
+      const rows: ValueItem[][] = [];
+      const values = plain.values;
+      const width = 2 * columns.length;
+      for (let r = 0; r < values.length; r += width) {
+        const items: ValueItem[] = [];
+        for (let v = r; v < r + width; v += 2) items.push(this.plainItem(values[v], values[v + 1]));
+        rows.push(items);
+      }
+      insert = { table, columns, rows };
+    } else if (plain.type === 'update') {
+      const items: Assignment[] = [];
+      const at = plain.assignments;
+      for (let v = 0; v < at.length; v += 3) {
+        const column = at[v];
+        items.push({ column: this.columnName(column, column + 1), item: this.plainItem(at[v + 1], at[v + 2]), start: this.tokens[column].start, end: this.tokens[at[v + 2] - 1].end });
+      }
+      assignmentLists = [{ table, items, clauseStart: undefined, emptyClause: '' }];
+      // What the tree's SET list gives (plainFacts): a binding per target that reads no other column.
+      bindings = plain.setColumns.map((column) => ({ columns: [column], qualifier: undefined, literal: false, reads: NONE, construct: 'a SET list', copies: true }));
+    } else if (plain.type === 'select') {
+      bindings = plain.outputs.map((column) => ({ columns: [column], qualifier: undefined, literal: false, reads: [column.toLowerCase()], construct: 'a SELECT list', copies: true }));
+    }
+    const comparisons: Comparison[] = plain.conditions.map((c) => {
+      const slots: LiteralSlot[] = [];
+      for (let v = 0; v < c.literals.length; v += 2) slots.push(this.plainSlot(c.literals[v], c.literals[v + 1]));
+      return { column: this.columnName(c.columnFirst, c.columnEnd), operator: c.operator, slots, variables: NONE };
+    });
+    const reads = plain.type === 'select' || plain.type === 'delete';
+    return {
+      type: plain.type,
+      start: this.tokens[seg.first].start,
+      end: seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end,
+      tables: named.tables,
+      defaultTable: table,
+      readTables: reads ? named.reads : NONE,
+      writesTable: insert === undefined ? undefined : named.reads[0],
+      defaults: NONE,
+      insert,
+      insertWithoutColumns: false,
+      assignmentLists,
+      comparisons,
+      astComparisons: NONE,
+      bindings,
+      mismatches: NONE,
+      plain: true,
+    };
+  }
+
+  /** A plain value (plain-statements.ts): one literal over tokens [a, b), as valueItem reads it. */
+  private plainItem(a: number, b: number): ValueItem {
+    return { start: this.tokens[a].start, end: this.tokens[b - 1].end, literal: this.plainSlot(a, b), inner: NONE, variables: NONE };
+  }
+
+  /** A plain literal over tokens [a, b) — a string, number, NULL, TRUE, FALSE, or `-` and a number — as literalAt reads it. */
+  private plainSlot(a: number, b: number): LiteralSlot {
+    const t = this.tokens[a];
+    if (b - a === 2) {
+      const num = this.tokens[a + 1];
+      return { start: t.start, end: num.end, token: num, kind: 'number', negative: t.text === '-' };
+    }
+    const kind: LiteralKind = t.kind === 'string' ? 'string' : t.kind === 'number' ? 'number' : t.text === 'NULL' ? 'null' : 'bool';
+    return { start: t.start, end: t.end, token: t, kind, negative: false };
   }
 
   private isWord(i: number, word: string): boolean {

@@ -94,6 +94,21 @@ function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13 || c === 12 || c === 11;
 }
 
+/**
+ * One string per distinct word text in a script: the copies sliced for each occurrence die young,
+ * so the script's tokens keep one each (fewer objects for the garbage collector to carry).
+ */
+class WordTexts {
+  private readonly seen = new Map<string, string>();
+
+  text(word: string): string {
+    const known = this.seen.get(word);
+    if (known !== undefined) return known;
+    this.seen.set(word, word);
+    return word;
+  }
+}
+
 export function malformed(positions: SourcePositions, offset: number, reason: string): DpgError {
   return new DpgError('MALFORMED_DATA_SET', `SQL does not parse at ${positions.describe(offset)}: ${reason}`);
 }
@@ -102,6 +117,7 @@ export function malformed(positions: SourcePositions, offset: number, reason: st
 export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourcePositions, limits: TokenizeLimits): SqlLexed {
   const tokens: SqlToken[] = [];
   const hidden: number[] = [];
+  const words = new WordTexts();
   const n = sql.length;
   let depth = 0;
   let i = sql.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte order mark opens many saved T-SQL scripts
@@ -373,8 +389,10 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     // words, and string prefixes glued to a quote (N'…', E'…', X'…', r"…")
     if (isWordStart(c)) {
       let j = i + 1;
-      while (j < n && isWordPart(sql.charCodeAt(j))) j++;
-      const upper = sql.slice(i, j).toUpperCase();
+      // Lower-case or non-ASCII letters: only then does the word need upper-casing (a copy).
+      let cased = (c >= 97 && c <= 122) || c >= 128;
+      for (let w = sql.charCodeAt(j); j < n && isWordPart(w); w = sql.charCodeAt(++j)) if ((w >= 97 && w <= 122) || w >= 128) cased = true;
+      const upper = words.text(cased ? sql.slice(i, j).toUpperCase() : sql.slice(i, j));
       const next = sql.charCodeAt(j);
       // PostgreSQL U&'…' (Unicode escapes); U&"…" names and UESCAPE (another escape character) are not read.
       if (dialect.name === 'postgresql' && upper === 'U' && next === 38 && (sql.charCodeAt(j + 1) === 39 || sql.charCodeAt(j + 1) === 34)) {
