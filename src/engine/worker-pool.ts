@@ -184,11 +184,13 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    lowerHelperThreads(this.options.nice);
     const worker = new Worker(workerEntry(), {
       workerData: this.options.workerData,
       execArgv: loaderArgs(),
     });
+    // The constructor has created the worker's OS thread: lowered now, it loads and compiles its
+    // modules (the most CPU of its start) below the event loop, not only once its own code runs.
+    lowerHelperThreads(this.options.nice);
     const slot: Slot = { worker };
     this.slots.add(slot);
     this.started++;

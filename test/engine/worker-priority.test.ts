@@ -52,4 +52,19 @@ describe('protection worker priority', () => {
     assert.deepEqual([...now].filter(([tid, n]) => tid !== process.pid && n !== 7), [], 'every other thread at 7');
     await engine.close();
   });
+
+  it('lowers a worker thread as soon as it exists, before the worker loads its code', { skip: linux ? false : 'per-thread nice values are Linux only' }, async () => {
+    const engine = createEngine({ manifestsDir: MANIFESTS, keyring, limits: { workers: { max: 1, inlineBytes: 0, timeoutMs: 60_000, idleMs: 60_000, nice: 9 } } });
+    const before = nices();
+    // Read before this turn of the event loop ends: the worker's thread has just been created and
+    // has not yet loaded its modules (the most CPU of its start), so its own call has not run.
+    const running = engine.protectDocumentAsync(job, document);
+    const now = nices();
+    const started = [...now.keys()].filter((tid) => !before.has(tid));
+    assert.ok(started.length >= 1, 'the worker thread exists once the task is handed over');
+    assert.deepEqual(started.map((tid) => now.get(tid)), started.map(() => 9), 'lowered from its first instruction');
+    assert.equal(now.get(process.pid), 0, 'the event loop keeps its priority');
+    assert.ok(!String((await running).dataSet).includes('jane1@example.com'));
+    await engine.close();
+  });
 });
