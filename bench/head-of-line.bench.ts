@@ -17,7 +17,8 @@
 // counted figures that hold on a busy machine, where wall-clock ratios do not.
 //   npm run bench -- head-of-line            (root, iptables; 3–7 minutes per mode at full size, by machine load)
 //   BENCH_SCALE=0.2 …  (heavy documents at a fifth of the size)   BENCH_RATE=40 … (light req/s per door)
-//   BENCH_MODES=workers,nice0,inline,base …  (which modes, in that order; default nice0,workers)
+//   BENCH_MODES=workers,nice0,inline,stgc,oldclient,base …  (which modes, in that order; default nice0,workers;
+//     stgc: the gateway under `node --single-threaded-gc`; oldclient: the heavy documents sent by the driver, as before)
 //   BENCH_GATEWAY_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/x' …  (node flags for the gateway, e.g. a profile of its threads)
 //   BENCH_TRACE=0 …  (no trace hook in the gateway)   BENCH_HEAVY_CLIENT=driver …  (the heavy documents sent by the driver itself, as before)
 
@@ -240,7 +241,15 @@ async function heavyClient(token: string): Promise<void> {
     while ((nl = partial.indexOf('\n')) >= 0) {
       const tag = partial.slice(0, nl).replace(/^go /, '');
       partial = partial.slice(nl + 1);
-      const heavy = await Promise.all(bodies.map((b) => sendHeavy(token, b.type, b.mb, b.body, tag)));
+      // A failed send is reported (status 0, the error's code), not thrown: the driver prints it.
+      const heavy = await Promise.all(
+        bodies.map((b) =>
+          sendHeavy(token, b.type, b.mb, b.body, tag).catch((err: NodeJS.ErrnoException): HeavyResult => {
+            process.stderr.write(`heavy ${b.type} failed: ${err.code ?? err.name}\n`);
+            return { type: b.type, mb: b.mb, ms: Number.NaN, status: 0, answerBytes: 0, sentAt: 0, doneAt: 0 };
+          }),
+        ),
+      );
       process.stdout.write(JSON.stringify({ round: tag, heavy }) + '\n');
     }
   }
@@ -360,10 +369,12 @@ async function orchestrate(): Promise<void> {
     return;
   }
   await buildDist({ quiet: true });
-  const MODE_SETUP: Record<string, { root: string; workers: string; label: string }> = {
+  const MODE_SETUP: Record<string, { root: string; workers: string; label: string; flags?: string[]; heavyClient?: 'driver' }> = {
     inline: { root: ROOT, workers: '{ max: 0 }', label: 'this build, inline (limits.workers.max: 0)' },
     workers: { root: ROOT, workers: '{ idleMs: 3000 }', label: 'this build, workers (defaults: limits.workers.nice 10)' },
     nice0: { root: ROOT, workers: '{ idleMs: 3000, nice: 0 }', label: 'this build, workers at the event loop priority (limits.workers.nice: 0)' },
+    oldclient: { root: ROOT, workers: '{ idleMs: 3000 }', label: "this build, workers (defaults), heavy documents sent by the light load's driver (the bench before)", heavyClient: 'driver' },
+    stgc: { root: ROOT, workers: '{ idleMs: 3000 }', label: 'this build, workers (defaults), node --single-threaded-gc', flags: ['--single-threaded-gc'] },
     ...(BASE ? { base: { root: BASE, workers: '{ idleMs: 3000 }', label: `base build ${BASE}, workers (defaults)` } } : {}),
   };
   const HEAVY = heavyDocuments();
@@ -389,7 +400,7 @@ async function orchestrate(): Promise<void> {
       const file = join(dir, `gateway-${mode}.yaml`);
       writeFileSync(file, gatewayConfig(setup.root, setup.workers));
       const home = userTempDir(10001);
-      const flags = (process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '');
+      const flags = [...(setup.flags ?? []), ...(process.env.BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '')];
       // hol-trace.mjs inside the gateway: its loop stalls, GC pauses and per-request times (BENCH_TRACE=0: none).
       if (TRACE) flags.push('--import', join(ROOT, 'bench/hol-trace.mjs'));
       const traceFile = join(home, 'hol-trace.json');
@@ -405,6 +416,7 @@ async function orchestrate(): Promise<void> {
       exited.catch(() => undefined);
       const before = loadavg();
       const knobs = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('BENCH_') && e[1] !== undefined));
+      if (setup.heavyClient) knobs.BENCH_HEAVY_CLIENT = setup.heavyClient;
       const driver = ns.spawn(process.execPath, ['--import', TS_LOADER, SELF, 'driver', String(gw.pid)], { cwd: ROOT, env: knobs });
       driver.stderr?.on('data', (d: Buffer) => process.stderr.write(`[driver] ${d}`));
       const line = await lines(driver.stdout).waitFor(/^\{"idle"/, 1_800_000);

@@ -150,6 +150,16 @@ export function breakdown(input: BreakdownInput): string[] {
   out.push(
     `  gateway main-thread GC: ${kinds.map((k) => { const ms = gcs.filter((g) => g.kind === k).map((g) => g.ms); return `${k} ${ms.length}× ${f(sum(ms))} ms (longest ${f(max(ms))})`; }).join(', ') || 'none'}`,
   );
+  // The loop thread during the GC pauses that fell in a stall: asleep there means it waited for V8's
+  // helper threads to finish their share of a parallel collection.
+  const during = { run: 0, wait: 0, asleep: 0 };
+  for (const g of gcs) {
+    const o = overlaps(g.at, g.at + g.ms, { stalls, gcs: [], requests: [] }, { stalls: [], gcs: [] });
+    during.run += o.run;
+    during.wait += o.wait;
+    during.asleep += o.asleep;
+  }
+  out.push(`  the loop thread during those GC pauses: on a core ${f(during.run)} ms, waiting for one ${f(during.wait)} ms, asleep (waiting for GC helper threads) ${f(during.asleep)} ms`);
   const ds = inSpan(input.driver.stalls);
   out.push(`  driver loop stalls ≥ 10 ms: ${ds.length}, ${f(sum(ds.map((s) => s.ms)))} ms (longest ${f(max(ds.map((s) => s.ms)))}); driver GC ${f(sum(inSpan(input.driver.gcs).map((g) => g.ms)))} ms`);
   const heavy = input.gateway.requests.filter((r) => r.seq.startsWith('heavy.loaded.') && r.start !== undefined && r.start >= from - 1000);
