@@ -1,8 +1,8 @@
 // Per-thread CPU and scheduling figures of a process, from /proc/<pid>/task/<tid>/{stat,schedstat}:
 // what can be counted on a busy machine where wall-clock latency means little. The event loop is the
-// thread whose TID is the PID; with limits.workers.nice above 0 the protection workers and the
-// helper threads the pool lowered with them (V8's platform threads: GC, compilers; libuv's pool) are
-// the threads at a nice value above 0; with nice 0 all of those count as "others".
+// thread whose TID is the PID; with limits.workers.nice above 0 the protection workers' threads are
+// the threads at a nice value above 0 ("lowered"); V8's helper threads and libuv's pool keep nice 0
+// and count as "others" (so do the workers with nice 0).
 
 import { readdirSync, readFileSync } from 'node:fs';
 

@@ -13,7 +13,7 @@ import { DpgError, type ValueFailure } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { ErrorCode } from '../core/errors.ts';
 import { addNews, type TallyNews } from './tally.ts';
-import { lowerHelperThreads } from './worker-priority.ts';
+import { lowerNewThreads, threadIds } from './worker-priority.ts';
 
 /** What a worker's start may take, whatever the task budget: loading and compiling on a busy machine. */
 const START_BUDGET_MS = 30_000;
@@ -28,8 +28,8 @@ export interface WorkerPoolOptions {
   /** Given to every worker at start (structured clone; holds key material: never logged). */
   readonly workerData: unknown;
   /**
-   * The nice value the workers take (the seed tells them); at each start the pool gives it to the
-   * process's other helper threads too, the event loop excepted (worker-priority.ts). 0: none.
+   * The nice value the workers' threads take (the pool at their start, and the seed tells them);
+   * no other thread is lowered (worker-priority.ts). 0: none.
    */
   readonly nice?: number;
   readonly logger?: Logger;
@@ -184,11 +184,14 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    lowerHelperThreads(this.options.nice);
+    const before = this.options.nice ? threadIds() : new Set<number>();
     const worker = new Worker(workerEntry(), {
       workerData: this.options.workerData,
       execArgv: loaderArgs(),
     });
+    // The constructor has created the worker's OS thread: lowered now, it loads and compiles its
+    // modules (the most CPU of its start) below the event loop, not only once its own code runs.
+    lowerNewThreads(before, this.options.nice);
     const slot: Slot = { worker };
     this.slots.add(slot);
     this.started++;
@@ -226,8 +229,6 @@ export class WorkerPool {
   private settle(slot: Slot, reply: WorkerReply | { readonly ready: true }): void {
     if ('ready' in reply) {
       slot.ready = true;
-      // Threads started with the worker (a module loader's, under --import) are lowered too.
-      lowerHelperThreads(this.options.nice);
       if (!slot.gone && slot.task) this.startBudget(slot);
       return;
     }
