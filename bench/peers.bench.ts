@@ -236,6 +236,23 @@ async function main(): Promise<void> {
   }
   console.log('\nCPU for dpg rows is its one process; a dpg row\'s idle RSS and start time are the process\'s (shared by its three rows).');
 
+  // The goals of issue 21, judged on this run's own baseline (docs/performance.md, peer table).
+  const find = (fragment: string): Row | undefined => rows.find((r) => r.target.name.includes(fragment));
+  const addedP99 = (row: Row): number => median(row.latency.map((r) => r.p99)) - base.p99;
+  const cpuPer10k = (row: Row): number => (row.cpu / row.requests) * 10_000;
+  const verdict = (met: boolean): string => (met ? 'MET' : 'NOT MET');
+  const passRow = find('dpg forward proxy, pass-through');
+  const maskRow = find('dpg forward proxy + Mask');
+  const nginxRow = find('nginx');
+  console.log('\nGoals (issue 21):');
+  if (passRow && nginxRow) {
+    const limit = Math.max(2 * addedP99(nginxRow), 0.5);
+    console.log(`  pass-through added p99 ≤ 2× nginx's (floor +0.5 ms): +${addedP99(passRow).toFixed(2)} ms against ≤ +${limit.toFixed(2)} ms: ${verdict(addedP99(passRow) <= limit)}`);
+    const ratio = cpuPer10k(passRow) / cpuPer10k(nginxRow);
+    console.log(`  CPU per pass-through request ≤ 2× nginx's: ${cpuPer10k(passRow).toFixed(2)} against ${cpuPer10k(nginxRow).toFixed(2)} s / 10k (${ratio.toFixed(2)}×): ${verdict(ratio <= 2)}`);
+  } else console.log('  pass-through added p99 and CPU against nginx: not judged (nginx missing: apt-get install -y nginx-light)');
+  if (maskRow) console.log(`  routed Mask added p99 ≤ 2 ms: +${addedP99(maskRow).toFixed(2)} ms: ${verdict(addedP99(maskRow) <= 2)}`);
+
   for (const c of [upstream.child, ...peers.map((p) => p.child)]) {
     await new Promise((r) => {
       if (c.exitCode !== null) return r(undefined);
