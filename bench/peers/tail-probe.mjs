@@ -9,12 +9,13 @@
 //     from diagnostics channels: node:http's request start and response finish, undici's request
 //     created, head written, body sent, upstream head and upstream end.
 //
-// On SIGUSR2 it writes what it has as JSON to $TAIL_PROBE_OUT, prints `tail-probe: written` on
-// stderr, and starts afresh. Nothing here changes what the proxy sends.
+// On SIGUSR2 it writes what it has as JSON to $TAIL_PROBE_OUT, prints `tail-probe: written <n>` on
+// stderr (n counts the reports), and starts afresh. Nothing here changes what the proxy sends.
 
 import { subscribe } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 const OUT = process.env.TAIL_PROBE_OUT;
 const PHASES = process.env.TAIL_PROBE_PHASES === '1';
@@ -79,10 +80,17 @@ if (PHASES) {
   subscribe('undici:request:trailers', ({ request }) => mark(ofUndici.get(request), UP_END));
 }
 
+/** Reports written so far: the bench matches each report to its ask by this number. */
+let generation = 0;
+
 process.on('SIGUSR2', () => {
   const ms = (ns) => ns / 1e6;
+  generation++;
   const out = {
+    generation,
     now: performance.now(),
+    /** The young generation's capacity now (both semi-spaces), MB. */
+    newSpaceMb: getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 2 ** 20,
     loop: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max), mean: ms(loop.mean), count: loop.count },
     gcs,
     records: [...records].map(([seq, rec]) => [seq, ...rec]),
@@ -93,5 +101,5 @@ process.on('SIGUSR2', () => {
   loop.enable();
   gcs = [];
   records = new Map();
-  process.stderr.write('tail-probe: written\n');
+  process.stderr.write(`tail-probe: written ${generation}\n`);
 });
