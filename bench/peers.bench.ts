@@ -25,6 +25,7 @@ import { freePort, writeDpgServeConfig } from './dpg-serve.ts';
 import { writeNginxPassThrough } from './nginx-conf.ts';
 import { cpuSeconds, rssMb } from './proc-stats.ts';
 import { serveOkUpstream } from './ok-upstream.ts';
+import { stopChildren } from './stop-children.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -253,13 +254,7 @@ async function main(): Promise<void> {
   } else console.log('  pass-through added p99 and CPU against nginx: not judged (nginx missing: apt-get install -y nginx-light)');
   if (maskRow) console.log(`  routed Mask added p99 ≤ 2 ms: +${addedP99(maskRow).toFixed(2)} ms: ${verdict(addedP99(maskRow) <= 2)}`);
 
-  for (const c of [upstream.child, ...peers.map((p) => p.child)]) {
-    await new Promise((r) => {
-      if (c.exitCode !== null) return r(undefined);
-      c.once('exit', r);
-      c.kill('SIGTERM');
-    });
-  }
+  await stopChildren([upstream.child, ...peers.map((p) => p.child)]);
   for (const p of peers) rmSync(p.dir, { recursive: true, force: true });
 }
 

@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { writeDpgServeConfig } from './dpg-serve.ts';
 import { serveOkUpstream } from './ok-upstream.ts';
+import { stopChildren } from './stop-children.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 import { cpuSeconds, rssMb } from './proc-stats.ts';
 
@@ -352,13 +353,7 @@ async function main(): Promise<void> {
   console.log('|---|---|---|');
   for (const p of proxies) console.log(`| ${p.name} | ${p.rssIdleMb.toFixed(1)} MB | ${rssMb(p.child.pid!).toFixed(1)} MB |`);
 
-  for (const c of [upstream, ...proxies.map((p) => p.child)]) {
-    await new Promise((r) => {
-      if (c.exitCode !== null) return r(undefined);
-      c.once('exit', r);
-      c.kill('SIGTERM');
-    });
-  }
+  await stopChildren([upstream, ...proxies.map((p) => p.child)]);
   for (const p of proxies) rmSync(p.dir, { recursive: true, force: true });
 }
 
