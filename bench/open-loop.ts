@@ -25,6 +25,12 @@ export interface LoadSpec {
   readonly connections?: number;
   /** Extra request headers (e.g. the origin's Host when `path` is absolute-form, through a forward proxy). */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Numbers each measured request with an `x-bench-seq` header (from `next.n`, shared by loads
+   * running side by side) and keeps its latency under that number, for a probe in the proxy to
+   * match (bench/peers/tail-probe.mjs).
+   */
+  readonly trace?: { readonly latencies: Map<number, number>; readonly next: { n: number } };
 }
 
 export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
@@ -35,9 +41,10 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
   let maxAtMs = 0;
   let max = -1;
   const send = async (record: boolean): Promise<void> => {
+    const seq = record && spec.trace !== undefined ? spec.trace.next.n++ : undefined;
     const sentAt = performance.now();
     try {
-      const res = await pool.request({ path: spec.path, method: 'POST', headers, body: spec.body });
+      const res = await pool.request({ path: spec.path, method: 'POST', headers: seq === undefined ? headers : { ...headers, 'x-bench-seq': String(seq) }, body: spec.body });
       await res.body.dump();
       if (res.statusCode !== 200) errors++;
     } catch {
@@ -46,6 +53,7 @@ export async function constantRate(spec: LoadSpec): Promise<Percentiles> {
     if (!record) return;
     const latency = performance.now() - sentAt;
     latencies.push(latency);
+    if (seq !== undefined) spec.trace!.latencies.set(seq, latency);
     if (latency > max) {
       max = latency;
       maxAtMs = sentAt - start - spec.warmupMs;

@@ -13,6 +13,10 @@
 // pass-through) and a reverse listener. The bench installs nothing: a missing peer is named with
 // the package that provides it.
 //
+// After the table it judges issue 21's goals on this run's own figures, each MET or NOT MET:
+// pass-through added p99 ≤ 2× nginx's (floor +0.5 ms), CPU per pass-through request ≤ 2× nginx's,
+// routed Mask added p99 ≤ 2 ms.
+//
 //   npm run bench -- peers                  (about two minutes; PEERS_BENCH_MS, PEERS_BENCH_ROUNDS)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -25,6 +29,7 @@ import { freePort, writeDpgServeConfig } from './dpg-serve.ts';
 import { writeNginxPassThrough } from './nginx-conf.ts';
 import { cpuSeconds, rssMb } from './proc-stats.ts';
 import { serveOkUpstream } from './ok-upstream.ts';
+import { stopChildren } from './stop-children.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -236,13 +241,24 @@ async function main(): Promise<void> {
   }
   console.log('\nCPU for dpg rows is its one process; a dpg row\'s idle RSS and start time are the process\'s (shared by its three rows).');
 
-  for (const c of [upstream.child, ...peers.map((p) => p.child)]) {
-    await new Promise((r) => {
-      if (c.exitCode !== null) return r(undefined);
-      c.once('exit', r);
-      c.kill('SIGTERM');
-    });
-  }
+  // The goals of issue 21, judged on this run's own baseline (docs/performance.md, peer table).
+  const find = (fragment: string): Row | undefined => rows.find((r) => r.target.name.includes(fragment));
+  const addedP99 = (row: Row): number => median(row.latency.map((r) => r.p99)) - base.p99;
+  const cpuPer10k = (row: Row): number => (row.cpu / row.requests) * 10_000;
+  const verdict = (met: boolean): string => (met ? 'MET' : 'NOT MET');
+  const passRow = find('dpg forward proxy, pass-through');
+  const maskRow = find('dpg forward proxy + Mask');
+  const nginxRow = find('nginx');
+  console.log('\nGoals (issue 21):');
+  if (passRow && nginxRow) {
+    const limit = Math.max(2 * addedP99(nginxRow), 0.5);
+    console.log(`  pass-through added p99 ≤ 2× nginx's (floor +0.5 ms): +${addedP99(passRow).toFixed(2)} ms against ≤ +${limit.toFixed(2)} ms: ${verdict(addedP99(passRow) <= limit)}`);
+    const ratio = cpuPer10k(passRow) / cpuPer10k(nginxRow);
+    console.log(`  CPU per pass-through request ≤ 2× nginx's: ${cpuPer10k(passRow).toFixed(2)} against ${cpuPer10k(nginxRow).toFixed(2)} s / 10k (${ratio.toFixed(2)}×): ${verdict(ratio <= 2)}`);
+  } else console.log('  pass-through added p99 and CPU against nginx: not judged (nginx missing: apt-get install -y nginx-light)');
+  if (maskRow) console.log(`  routed Mask added p99 ≤ 2 ms: +${addedP99(maskRow).toFixed(2)} ms: ${verdict(addedP99(maskRow) <= 2)}`);
+
+  await stopChildren([upstream.child, ...peers.map((p) => p.child)]);
   for (const p of peers) rmSync(p.dir, { recursive: true, force: true });
 }
 

@@ -10,7 +10,9 @@
 //   - dpg serve (the build, bin/dpg.js, shipped config), pass-through and routed Mask;
 //   - floors in the same run, each a few lines of node: what a forward proxy on node:http costs
 //     with undici's dispatch(), with undici's stream() (dpg before issue 21), with node:http's own
-//     keep-alive Agent, and a raw TCP relay (no HTTP parsing at all: the floor of a `net` pipe);
+//     keep-alive Agent, with pooled `net` sockets upstream read by node's own llhttp (HTTPParser,
+//     as node:http's client uses it: the floor of a raw pass-through after node:http read the
+//     request), and a raw TCP relay (no HTTP parsing at all: the floor of a `net` pipe);
 //   - nginx as a pass-through reverse proxy when it is installed.
 //
 //   npm run build && npm run bench -- proxy-cpu      (about a minute; PROXY_CPU_MS, PROXY_CPU_ROUNDS,
@@ -19,8 +21,8 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, Agent as HttpAgent } from 'node:http';
-import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { createServer, request as httpRequest, Agent as HttpAgent, type ServerResponse } from 'node:http';
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +61,10 @@ function floorServer(upstreamPort: number, kind: string): void {
       up.on('error', () => client.destroy());
     });
     server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
+    return;
+  }
+  if (kind === 'llhttp-upstream') {
+    llhttpUpstreamFloor(upstreamPort);
     return;
   }
   const agent = new Agent({ keepAliveTimeout: 30_000, pipelining: 1 });
@@ -101,6 +107,65 @@ function floorServer(upstreamPort: number, kind: string): void {
         },
       });
     }
+  });
+  server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
+}
+
+/** node's binding of llhttp, as node:http's own client drives it (lib/_http_common.js). */
+interface LlhttpParser {
+  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
+  execute(chunk: Buffer): number | Error;
+  [callback: number]: unknown;
+}
+interface LlhttpBinding {
+  HTTPParser: { new (): LlhttpParser; RESPONSE: number; kOnHeadersComplete: number; kOnBody: number; kOnMessageComplete: number };
+}
+
+/**
+ * A floor, not a proxy: node:http reads the request, its head is written and its body piped to a
+ * pooled upstream `net` socket (head and a first body chunk in one write), and the response is read
+ * by llhttp and answered through ServerResponse. No timeouts, no error paths, no hop-by-hop
+ * filtering beyond Connection: what such a pass-through costs at least.
+ */
+function llhttpUpstreamFloor(upstreamPort: number): void {
+  const { HTTPParser } = (process as unknown as { binding(name: string): LlhttpBinding }).binding('http_parser');
+  interface Upstream {
+    readonly socket: Socket;
+    res?: ServerResponse;
+  }
+  const idle: Upstream[] = [];
+  const open = (): Upstream => {
+    const socket = connect(upstreamPort, '127.0.0.1');
+    socket.setNoDelay(true);
+    const up: Upstream = { socket };
+    const parser = new HTTPParser();
+    parser.initialize(HTTPParser.RESPONSE, {}, 0, 0);
+    parser[HTTPParser.kOnHeadersComplete] = (_maj: number, _min: number, headers: string[], _m: unknown, _u: unknown, status: number) => {
+      up.res!.writeHead(status, headers);
+    };
+    parser[HTTPParser.kOnBody] = (chunk: Buffer) => {
+      up.res!.write(chunk);
+    };
+    parser[HTTPParser.kOnMessageComplete] = () => {
+      const res = up.res!;
+      up.res = undefined;
+      idle.push(up);
+      res.end();
+    };
+    socket.on('data', (chunk: Buffer) => parser.execute(chunk));
+    socket.on('error', () => up.res?.destroy());
+    return up;
+  };
+  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+    const up = idle.pop() ?? open();
+    up.res = res;
+    let head = `${req.method} ${new URL(req.url ?? '/').pathname} HTTP/1.1\r\n`;
+    const raw = req.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() !== 'connection') head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+    up.socket.cork();
+    up.socket.write(head + '\r\n');
+    req.on('data', (chunk: Buffer) => up.socket.write(chunk));
+    req.on('end', () => up.socket.uncork());
   });
   server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
 }
@@ -249,11 +314,14 @@ async function main(): Promise<void> {
     ['undici-dispatch', 'floor: node:http + undici dispatch()'],
     ['undici-stream', 'floor: node:http + undici stream()'],
     ['http-agent', 'floor: node:http + http.Agent keep-alive'],
+    ['llhttp-upstream', 'floor: node:http + pooled net sockets read by llhttp'],
     ['tcp-relay', 'floor: raw TCP relay (net pipe, no parsing)'],
   ];
   for (const [kind, name] of floors) {
     if (!wanted(name)) continue;
-    const child = spawn(process.execPath, [...GC_FLAGS, '--import', TS_LOADER, SELF, 'floor', kind, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // process.binding('http_parser') warns (DEP0111) once: the floor reaches llhttp the way node:http does internally.
+    const quiet = kind === 'llhttp-upstream' ? ['--no-deprecation'] : [];
+    const child = spawn(process.execPath, [...GC_FLAGS, ...quiet, '--import', TS_LOADER, SELF, 'floor', kind, String(upstreamPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
     const port = await waitForPort(child);
     const gc = gcCounter(child);
     rows.push({ name, origin: `http://127.0.0.1:${port}`, ...absolute('/pass/x'), child, gc, cpu: 0, requests: 0, gcTotals: emptyTotals(), latency: [] });

@@ -26,6 +26,8 @@ const REQUESTS = Number(process.env.PROXY_SURVIVORS_REQUESTS ?? 8000);
 const WARM_UP = 2000;
 /** Connections of the load generator, each sending one request after another. */
 const CONNECTIONS = Number(process.env.PROXY_SURVIVORS_CONNECTIONS ?? 16);
+/** PROXY_SURVIVORS_TOP=<n>: also list the n functions whose allocations survived most (on stderr, per process). */
+const TOP = Number(process.env.PROXY_SURVIVORS_TOP ?? 0);
 
 /** Runs this file in `mode` as a child; resolves with the first JSON line it prints. */
 function child(args: string[]): Promise<{ child: ChildProcess; line: Record<string, number> }> {
@@ -75,11 +77,20 @@ async function proxy(upstreamPort: number, young: boolean): Promise<void> {
   await load(REQUESTS);
   const { profile } = await session.post('HeapProfiler.stopSampling');
   let survived = 0;
+  /** Bytes per allocating function (name, file:line): where the survivors were made. */
+  const sites = new Map<string, number>();
   const walk = (node: typeof profile.head): void => {
     survived += node.selfSize;
+    if (node.selfSize > 0) {
+      const f = node.callFrame;
+      const site = `${f.functionName || '(anonymous)'} ${f.url.split('/').slice(-2).join('/')}:${f.lineNumber + 1}`;
+      sites.set(site, (sites.get(site) ?? 0) + node.selfSize);
+    }
     for (const c of node.children) walk(c);
   };
   walk(profile.head);
+  const top = [...sites].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([site, bytes]) => [site, Math.round(bytes / REQUESTS)]);
+  process.stderr.write(top.map(([site, perRequest]) => `  ${perRequest} B/request  ${site}\n`).join(''));
   process.stdout.write(JSON.stringify({ survivedPerRequest: survived / REQUESTS }) + '\n');
   await running.close(100);
   process.exit(0);
