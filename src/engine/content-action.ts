@@ -152,7 +152,7 @@ export class ContentFieldAction implements FieldAction {
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
       if (spans.length === 0) {
-        scans[v] = { spans, firsts: undefined };
+        scans[v] = NOTHING_FOUND;
         continue;
       }
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
@@ -372,6 +372,8 @@ export class ContentFieldAction implements FieldAction {
     /** The output's last characters (at least WINDOW of them when there are), for the next span's left. */
     let tail = '';
     let at = 0;
+    let context: Context | undefined;
+    let pseudonym = '';
     for (let i = 0; i < spans.length; i++) {
       const span = spans[i];
       const before = text.slice(at, span.start);
@@ -379,31 +381,42 @@ export class ContentFieldAction implements FieldAction {
       length += before.length;
       tail = withTail(tail, before);
       at = span.end;
-      const value = text.slice(span.start, span.end);
+      const first = firsts?.[i];
+      // The batch sliced this very span for its first step: its slice is the value (one copy fewer).
+      const value = first !== undefined ? first.input : text.slice(span.start, span.end);
       const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
       const leftFrom = length - left.length;
-      const leftSpans: ReversePiece[] = [];
-      for (let k = placed.length - 1; k >= 0 && placed[k].end > leftFrom; k--) leftSpans.unshift(shift(placed[k], -leftFrom));
+      let leftSpans: readonly ReversePiece[] = NO_PIECES;
+      if (placed.length > 0 && placed[placed.length - 1].end > leftFrom) {
+        const near: ReversePiece[] = [];
+        for (let k = placed.length - 1; k >= 0 && placed[k].end > leftFrom; k--) near.unshift(shift(placed[k], -leftFrom));
+        leftSpans = near;
+      }
       const right = text.slice(span.end, span.end + WINDOW);
-      const rightSpans: ReversePiece[] = [];
-      for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) rightSpans.push(shift(spans[k], -span.end));
-      const context = new Context(this.scanner, left, leftSpans, right, rightSpans);
+      let rightSpans: readonly ReversePiece[] = NO_PIECES;
+      if (i + 1 < spans.length && spans[i + 1].start < span.end + WINDOW) {
+        const near: ReversePiece[] = [];
+        for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) near.push(shift(spans[k], -span.end));
+        rightSpans = near;
+      }
+      context = new Context(this.scanner, left, leftSpans, right, rightSpans);
       // A window holding the whole text, nothing pseudonymised yet: it is the text itself, which
       // reads as the scan found it (the common short note with one value saves a scan).
       const whole = left.length === length && span.end + WINDOW >= text.length;
       if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
-      this.nextFirst = firsts?.[i];
-      const pseudonym = this.asText(this.one(span.kind, value, context));
+      this.nextFirst = first;
+      pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
       parts.push(pseudonym);
       length += pseudonym.length;
       if (i + 1 < spans.length) tail = withTail(tail, pseudonym);
       lastReadWhole = whole && context.readAll;
     }
+    // One span whose accepted window was the whole output, read in full: checked already, and the
+    // text the check read is the output (no second copy).
+    if (spans.length === 1 && lastReadWhole) return context!.lastRead === pseudonym ? context!.lastText : parts.join('') + text.slice(at);
     parts.push(text.slice(at));
     const out = parts.join('');
-    // One span whose accepted window was the whole output, read in full: checked already.
-    if (spans.length === 1 && lastReadWhole) return out;
     // What Reconstruct will read must be exactly what was written.
     const read = findReversible(this.scanner, out);
     if (read.length !== placed.length || read.some((r, k) => !samePiece(r, placed[k]))) {
@@ -419,30 +432,43 @@ export class ContentFieldAction implements FieldAction {
    */
   private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
     const parts: string[] = [];
+    /** The output's first WINDOW characters so far, and the spans known in them. */
     let head = '';
-    let headSpans: ReversePiece[] = [];
-    const prepend = (piece: string, kind: ReversePiece['kind'] | undefined): void => {
-      parts.push(piece);
-      headSpans = headSpans.map((s) => shift(s, piece.length)).filter((s) => s.start < WINDOW);
-      if (kind !== undefined) headSpans.unshift({ start: 0, end: piece.length, kind });
-      head = (piece + head).slice(0, WINDOW);
-    };
+    let headSpans: readonly ReversePiece[] = NO_PIECES;
+    let context: Context | undefined;
+    let result = '';
     for (let i = pieces.length - 1; i >= 0; i--) {
       const piece = pieces[i];
-      prepend(text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length), undefined);
-      const value = text.slice(piece.start, piece.end);
+      const after = text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length);
+      parts.push(after);
+      headSpans = shiftHead(headSpans, after.length, undefined);
+      head = (after + head).slice(0, WINDOW);
+      const first = firsts?.[i];
+      // The batch sliced this very span for its first step (texts with a token have no firsts).
+      const value = first !== undefined ? first.input : text.slice(piece.start, piece.end);
       if (piece.kind === 'token') {
-        prepend(this.asText(this.openToken(value)), 'token');
-        continue;
+        context = undefined;
+        result = this.asText(this.openToken(value));
+      } else {
+        const leftFrom = Math.max(0, piece.start - WINDOW);
+        let leftSpans: readonly ReversePiece[] = NO_PIECES;
+        if (i > 0 && pieces[i - 1].end > leftFrom) {
+          const near: ReversePiece[] = [];
+          for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) near.unshift(shift(pieces[k], -leftFrom));
+          leftSpans = near;
+        }
+        context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+        this.nextFirst = first;
+        result = this.asText(this.one(piece.kind, value, context));
       }
-      const leftFrom = Math.max(0, piece.start - WINDOW);
-      const leftSpans: ReversePiece[] = [];
-      for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) leftSpans.unshift(shift(pieces[k], -leftFrom));
-      const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
-      this.nextFirst = firsts?.[i];
-      prepend(this.asText(this.one(piece.kind, value, context)), piece.kind);
+      parts.push(result);
+      headSpans = shiftHead(headSpans, result.length, piece.kind);
+      head = (result + head).slice(0, WINDOW);
     }
-    parts.push(text.slice(0, pieces[0].start));
+    // One pseudonym whose window was the whole text: the text its accepted check read is the output.
+    const only = pieces[0];
+    if (pieces.length === 1 && context !== undefined && only.start <= WINDOW && text.length - only.end <= WINDOW && context.lastRead === result) return context.lastText;
+    parts.push(text.slice(0, only.start));
     return parts.reverse().join('');
   }
 
@@ -553,18 +579,12 @@ export class ContentFieldAction implements FieldAction {
     let out: Scalar;
     try {
       if (this.mode === 'reconstruct') {
-        if (bound.removes) return value;
-        const t = bound.technique;
-        if (!t.inverse) return value;
-        const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context, carries);
+        if (bound.removes || !bound.technique.inverse) return value;
+        out = this.walk(bound, value, true, context, carries);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
-      else if (this.mode === 'pseudonymise') {
-        const t = bound.technique;
-        const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context, carries);
-      } else out = bound.technique.forward(value);
+      else if (this.mode === 'pseudonymise') out = this.walk(bound, value, false, context, carries);
+      else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
       throw err;
@@ -578,17 +598,25 @@ export class ContentFieldAction implements FieldAction {
    * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged;
    * and, for a value written in an encoding, until it `carries` the encoded characters.
    */
-  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
-    if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return step(value);
-    let out = step(value);
+  private walk(bound: BoundKind, value: Scalar, decrypt: boolean, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
+    const kind = bound.kind;
+    if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return this.step(bound, value, decrypt);
+    let out = this.step(bound, value, decrypt);
     for (let i = 0; ; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
       const reads = context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind));
       if (reads && (carries === undefined || (typeof out === 'string' && carries(out)))) return out;
       if (i >= MAX_WALK) throw new ValueError(context === undefined ? NOT_DETECTABLE : AMBIGUOUS);
       walkSteps.count++;
-      out = step(out);
+      out = this.step(bound, out, decrypt);
     }
+  }
+
+  /** One step of the kind's permutation (its scheme, else its rule), each way; no closure per value. */
+  private step(bound: BoundKind, value: Scalar, decrypt: boolean): Scalar {
+    const scheme = bound.scheme;
+    if (scheme !== undefined) return this.schemeStep(bound.kind, scheme, value, decrypt);
+    return decrypt ? bound.technique.inverse!(value) : bound.technique.forward(value);
   }
 
   /**
@@ -708,6 +736,9 @@ interface Prefetched {
   readonly firsts: readonly (FirstStep | undefined)[] | undefined;
 }
 
+/** The scan of a text that holds no value (shared: most texts of a sparse batch). */
+const NOTHING_FOUND: Prefetched = { spans: Object.freeze([]) as readonly DetectedSpan[], firsts: undefined };
+
 class DetectedFailure extends Error {
   constructor(
     readonly kind: string,
@@ -751,6 +782,9 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
   while (t < tokens.length) out.push(tokens[t++]);
   return out;
 }
+
+/** No spans known on that side of a window (shared: read-only). */
+const NO_PIECES: readonly ReversePiece[] = Object.freeze([]);
 
 /** `tail + piece`, cut to its last WINDOW characters once it grows past 2 * WINDOW. */
 function withTail(tail: string, piece: string): string {
@@ -817,6 +851,18 @@ interface CoverSpan extends DetectedSpan {
   readonly kinds?: readonly DetectKind[];
 }
 
+/**
+ * The spans known at the start of the output once `length` characters are written before them:
+ * moved on, those still starting inside the window kept, and the written piece's own span first
+ * when it is one (`kind`).
+ */
+function shiftHead(spans: readonly ReversePiece[], length: number, kind: ReversePiece['kind'] | undefined): readonly ReversePiece[] {
+  if (spans.length === 0 && kind === undefined) return NO_PIECES;
+  const out: ReversePiece[] = kind === undefined ? [] : [{ start: 0, end: length, kind }];
+  for (const s of spans) if (s.start + length < WINDOW) out.push(shift(s, length));
+  return out;
+}
+
 /** A piece moved by `by` characters. */
 function shift(piece: ReversePiece, by: number): ReversePiece {
   return { start: piece.start + by, end: piece.end + by, kind: piece.kind };
@@ -842,6 +888,9 @@ function findReversible(scanner: ContentScanner, text: string): readonly Reverse
 class Context {
   /** The last `fits` that said yes found exactly the known spans, none left out as too far. */
   readAll = false;
+  /** The value of the last `fits` that said yes, and the text it read: left, the value, right. */
+  lastRead = '';
+  lastText = '';
 
   constructor(
     private readonly scanner: ContentScanner,
@@ -851,29 +900,47 @@ class Context {
     private readonly rightSpans: readonly ReversePiece[],
   ) {}
 
-  /** `value` placed between left and right reads as one `kind`, and the spans near it as known. */
+  /**
+   * `value` placed between left and right reads as one `kind`, and the spans near it as known: the
+   * found spans within NEAR of it are, in order, the left spans that end after `at - NEAR`, the
+   * value's own span, then the right spans (moved past the value) that start before
+   * `after + NEAR`. Compared as they are walked, nothing built per call but the text read.
+   */
   fits(value: string, kind: DetectKind): boolean {
     const left = this.left;
     const at = left.length;
     const after = at + value.length;
     const from = at - NEAR;
     const to = after + NEAR;
-    const expected: ReversePiece[] = [];
-    for (const s of this.leftSpans) if (s.end > from) expected.push(s);
-    expected.push({ start: at, end: after, kind });
-    for (const s of this.rightSpans) {
-      if (s.start + after >= to) break;
-      expected.push(shift(s, after));
-    }
-    const found = findReversible(this.scanner, left + value + this.right);
+    const leftSpans = this.leftSpans;
+    const rightSpans = this.rightSpans;
+    const text = left + value + this.right;
+    const found = findReversible(this.scanner, text);
+    /** Next left span to expect, whether the value's own span was seen, next right span to expect. */
+    let l = 0;
+    let own = false;
+    let r = 0;
     let k = 0;
     for (const f of found) {
       if (f.end <= from || f.start >= to) continue;
-      const e = expected[k++];
-      if (e === undefined || !samePiece(e, f)) return false;
+      k++;
+      while (l < leftSpans.length && leftSpans[l].end <= from) l++;
+      if (l < leftSpans.length) {
+        if (!samePiece(leftSpans[l++], f)) return false;
+      } else if (!own) {
+        own = true;
+        if (f.start !== at || f.end !== after || f.kind !== kind) return false;
+      } else {
+        const s = rightSpans[r++];
+        if (s === undefined || s.start + after >= to || f.start !== s.start + after || f.end !== s.end + after || f.kind !== s.kind) return false;
+      }
     }
-    if (k !== expected.length) return false;
-    this.readAll = found.length === k && k === this.leftSpans.length + 1 + this.rightSpans.length;
+    // Every expected span was found.
+    while (l < leftSpans.length && leftSpans[l].end <= from) l++;
+    if (l < leftSpans.length || !own || (r < rightSpans.length && rightSpans[r].start + after < to)) return false;
+    this.readAll = found.length === k && k === leftSpans.length + 1 + rightSpans.length;
+    this.lastRead = value;
+    this.lastText = text;
     return true;
   }
 }
