@@ -365,6 +365,7 @@ export class ContentFieldAction implements FieldAction {
       if (again !== undefined) throw new DetectedFailure(again.kind, AMBIGUOUS);
       return rest.length === 0 ? cut : this.pseudonymiseInText(cut, rest);
     }
+    if (spans.length === 1) return this.pseudonymiseOne(text, spans[0], firsts?.[0]);
     const parts: string[] = [];
     const placed: ReversePiece[] = [];
     let lastReadWhole = false;
@@ -372,8 +373,6 @@ export class ContentFieldAction implements FieldAction {
     /** The output's last characters (at least WINDOW of them when there are), for the next span's left. */
     let tail = '';
     let at = 0;
-    let context: Context | undefined;
-    let pseudonym = '';
     for (let i = 0; i < spans.length; i++) {
       const span = spans[i];
       const before = text.slice(at, span.start);
@@ -399,24 +398,23 @@ export class ContentFieldAction implements FieldAction {
         for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) near.push(shift(spans[k], -span.end));
         rightSpans = near;
       }
-      context = new Context(this.scanner, left, leftSpans, right, rightSpans);
+      const context = new Context(this.scanner, left, leftSpans, right, rightSpans);
       // A window holding the whole text, nothing pseudonymised yet: it is the text itself, which
       // reads as the scan found it (the common short note with one value saves a scan).
       const whole = left.length === length && span.end + WINDOW >= text.length;
       if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
       this.nextFirst = first;
-      pseudonym = this.asText(this.one(span.kind, value, context));
+      const pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
       parts.push(pseudonym);
       length += pseudonym.length;
       if (i + 1 < spans.length) tail = withTail(tail, pseudonym);
       lastReadWhole = whole && context.readAll;
     }
-    // One span whose accepted window was the whole output, read in full: checked already, and the
-    // text the check read is the output (no second copy).
-    if (spans.length === 1 && lastReadWhole) return context!.lastRead === pseudonym ? context!.lastText : parts.join('') + text.slice(at);
     parts.push(text.slice(at));
     const out = parts.join('');
+    // One span whose accepted window was the whole output, read in full: checked already.
+    if (spans.length === 1 && lastReadWhole) return out;
     // What Reconstruct will read must be exactly what was written.
     const read = findReversible(this.scanner, out);
     if (read.length !== placed.length || read.some((r, k) => !samePiece(r, placed[k]))) {
@@ -427,16 +425,39 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /**
+   * pseudonymiseInText of a text holding one span (the common note): the same window, walk and
+   * checks, without the lists kept for several spans. When the window is the whole text and its
+   * accepted reading found exactly the pseudonym, that reading's text is the output.
+   */
+  private pseudonymiseOne(text: string, span: DetectedSpan, first: FirstStep | undefined): string {
+    const value = first !== undefined ? first.input : text.slice(span.start, span.end);
+    const whole = span.start <= WINDOW && span.end + WINDOW >= text.length;
+    const context = new Context(this.scanner, text.slice(Math.max(0, span.start - WINDOW), span.start), NO_PIECES, text.slice(span.end, span.end + WINDOW), NO_PIECES);
+    if (!whole && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
+    this.nextFirst = first;
+    const pseudonym = this.asText(this.one(span.kind, value, context));
+    if (whole && context.readAll && context.lastRead === pseudonym) return context.lastText;
+    const out = text.slice(0, span.start) + pseudonym + text.slice(span.end);
+    if (whole && context.readAll) return out;
+    // What Reconstruct will read must be exactly what was written: the one pseudonym.
+    const kind: ReversePiece['kind'] = pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind;
+    const read = findReversible(this.scanner, out);
+    const r = read[0];
+    if (read.length === 1 && r.start === span.start && r.end === span.start + pseudonym.length && r.kind === kind) return out;
+    const wrong = read.length === 0 ? kind : r.start !== span.start || r.end !== span.start + pseudonym.length || r.kind !== kind ? r.kind : read[1].kind;
+    throw new DetectedFailure(wrong, AMBIGUOUS);
+  }
+
+  /**
    * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
    * it, the reconstructed originals after it. Tokens are opened where they are.
    */
   private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
+    if (pieces.length === 1 && pieces[0].kind !== 'token') return this.reconstructOne(text, pieces[0], firsts?.[0]);
     const parts: string[] = [];
     /** The output's first WINDOW characters so far, and the spans known in them. */
     let head = '';
     let headSpans: readonly ReversePiece[] = NO_PIECES;
-    let context: Context | undefined;
-    let result = '';
     for (let i = pieces.length - 1; i >= 0; i--) {
       const piece = pieces[i];
       const after = text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length);
@@ -446,10 +467,9 @@ export class ContentFieldAction implements FieldAction {
       const first = firsts?.[i];
       // The batch sliced this very span for its first step (texts with a token have no firsts).
       const value = first !== undefined ? first.input : text.slice(piece.start, piece.end);
-      if (piece.kind === 'token') {
-        context = undefined;
-        result = this.asText(this.openToken(value));
-      } else {
+      let result: string;
+      if (piece.kind === 'token') result = this.asText(this.openToken(value));
+      else {
         const leftFrom = Math.max(0, piece.start - WINDOW);
         let leftSpans: readonly ReversePiece[] = NO_PIECES;
         if (i > 0 && pieces[i - 1].end > leftFrom) {
@@ -457,7 +477,7 @@ export class ContentFieldAction implements FieldAction {
           for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) near.unshift(shift(pieces[k], -leftFrom));
           leftSpans = near;
         }
-        context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+        const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
         this.nextFirst = first;
         result = this.asText(this.one(piece.kind, value, context));
       }
@@ -465,11 +485,22 @@ export class ContentFieldAction implements FieldAction {
       headSpans = shiftHead(headSpans, result.length, piece.kind);
       head = (result + head).slice(0, WINDOW);
     }
-    // One pseudonym whose window was the whole text: the text its accepted check read is the output.
-    const only = pieces[0];
-    if (pieces.length === 1 && context !== undefined && only.start <= WINDOW && text.length - only.end <= WINDOW && context.lastRead === result) return context.lastText;
-    parts.push(text.slice(0, only.start));
+    parts.push(text.slice(0, pieces[0].start));
     return parts.reverse().join('');
+  }
+
+  /**
+   * reconstructInText of a text holding one pseudonym: the same window (the text before it, the
+   * text after it), no lists. When the window is the whole text, the text its accepted reading
+   * read is the output.
+   */
+  private reconstructOne(text: string, piece: ReversePiece, first: FirstStep | undefined): string {
+    const value = first !== undefined ? first.input : text.slice(piece.start, piece.end);
+    const context = new Context(this.scanner, text.slice(Math.max(0, piece.start - WINDOW), piece.start), NO_PIECES, text.slice(piece.end, piece.end + WINDOW), NO_PIECES);
+    this.nextFirst = first;
+    const result = this.asText(this.one(piece.kind as DetectKind, value, context));
+    if (piece.start <= WINDOW && text.length - piece.end <= WINDOW && context.lastRead === result) return context.lastText;
+    return text.slice(0, piece.start) + result + text.slice(piece.end);
   }
 
   /**
@@ -921,7 +952,8 @@ class Context {
     let own = false;
     let r = 0;
     let k = 0;
-    for (const f of found) {
+    for (let j = 0; j < found.length; j++) {
+      const f = found[j];
       if (f.end <= from || f.start >= to) continue;
       k++;
       while (l < leftSpans.length && leftSpans[l].end <= from) l++;
