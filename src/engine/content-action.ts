@@ -77,8 +77,10 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
-  /** The prefetched first step of the value `one` is about to step, if any (taken by schemeStep). */
-  private nextFirst: FirstStep | undefined;
+  /** The batch being protected (applyBatch): its scans and first steps. */
+  private batch: BatchScan | undefined;
+  /** The batch's slot of the value `one` is about to step, -1 for none (taken by schemeStep). */
+  private nextFirst = -1;
 
   constructor(
     private readonly run: RunState,
@@ -111,88 +113,102 @@ export class ContentFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
-    const prefetched = values.length > 1 ? this.prefetch(values) : undefined;
+    const batch = values.length > 1 ? this.prefetch(values) : undefined;
+    this.batch = batch;
     try {
-      this.protectEach(out, prefetched, location);
+      this.protectEach(out, batch, location);
     } finally {
-      this.nextFirst = undefined;
+      this.nextFirst = -1;
+      this.batch = undefined;
     }
     return out;
   }
 
-  private protectEach(out: Scalar[], prefetched: readonly (Prefetched | undefined)[] | undefined, location: (index: number) => string): void {
+  private protectEach(out: Scalar[], batch: BatchScan | undefined, location: (index: number) => string): void {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
       // No location thunk per cell: one is made only for a cell that fails.
-      const r = this.protect(v, prefetched?.[i]);
+      const r = batch === undefined ? this.protect(v) : this.protect(v, batch.spans[i], batch.firstSlot[i]);
       out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
   }
 
   /**
    * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are given
-   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of every detected value goes through its kind's scheme in
-   * one batched call per kind (KindScheme.many), kept next to the text's spans (one slot per span,
-   * handed to `one` just before it steps that span: no lookup by value). A step is a pure function of
-   * the value under this request's keys, so taking it from here instead of computing it on the
-   * spot changes no byte of the output; walking on in context, failures and counts all happen in
-   * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
-   * values inside tokens) simply miss and are stepped on the spot.
+   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of
+   * every detected value goes through its kind's scheme in one batched call per kind
+   * (KindScheme.many), kept in the batch's slot of its span (handed to `one` just before it steps
+   * that span: no lookup by value). A step is a pure function of the value under this request's
+   * keys, so taking it from here instead of computing it on the spot changes no byte of the output;
+   * walking on in context, failures and counts all happen in protectEach as before. Values this
+   * cannot take (base64 text, JSON numbers, encoded spellings, values inside tokens) simply miss
+   * and are stepped on the spot.
    */
-  private prefetch(values: readonly Scalar[]): (Prefetched | undefined)[] | undefined {
+  private prefetch(values: readonly Scalar[]): BatchScan | undefined {
     const reverse = this.mode === 'reconstruct';
     if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return undefined;
-    const scans = new Array<Prefetched | undefined>(values.length);
-    // Per kind: the values to step, and the slot (text's firsts, span index) each result goes to.
-    const wanted = new Map<DetectKind, { inputs: string[]; slots: (FirstStep | undefined)[][]; at: number[] }>();
+    const batch = new BatchScan(values.length);
+    // Per kind: the values to step, and the slot each result goes to.
+    const wanted = new Map<DetectKind, { inputs: string[]; slots: number[] }>();
     for (let v = 0; v < values.length; v++) {
       const value = values[v];
       if (typeof value !== 'string' || value.length < 4) continue;
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
-      if (spans.length === 0) {
-        scans[v] = NOTHING_FOUND;
-        continue;
-      }
+      batch.spans[v] = spans;
+      if (spans.length === 0) continue;
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
-      const firsts = whole || this.inText ? new Array<FirstStep | undefined>(spans.length) : undefined;
-      scans[v] = { spans, firsts };
-      if (firsts === undefined) continue;
+      if (!whole && !this.inText) continue;
+      batch.firstSlot[v] = batch.inputs.length;
       for (let i = 0; i < spans.length; i++) {
         const span = spans[i];
+        const slot = batch.inputs.length;
+        // Sliced once: the same string is the value stepped here and walked on in protectEach.
+        const input = whole ? value : value.slice(span.start, span.end);
+        batch.inputs.push(input);
+        batch.kinds.push(span.kind);
         const bound = this.kinds.get(span.kind)!;
         if (bound.scheme === undefined || bound.removes) continue;
-        let batch = wanted.get(span.kind);
-        if (batch === undefined) wanted.set(span.kind, (batch = { inputs: [], slots: [], at: [] }));
-        batch.inputs.push(whole ? value : value.slice(span.start, span.end));
-        batch.slots.push(firsts);
-        batch.at.push(i);
+        let wants = wanted.get(span.kind);
+        if (wants === undefined) wanted.set(span.kind, (wants = { inputs: [], slots: [] }));
+        wants.inputs.push(input);
+        wants.slots.push(slot);
       }
     }
-    for (const [kind, { inputs, slots, at }] of wanted) {
-      const steps = new Int32Array(inputs.length);
-      const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
-      for (let k = 0; k < inputs.length; k++) {
-        const out = outs[k];
-        if (out !== undefined) slots[k][at[k]] = { kind, input: inputs[k], out, steps: steps[k] };
+    const slots = batch.inputs.length;
+    batch.outs = new Array<Scalar | undefined>(slots);
+    batch.steps = new Int32Array(slots);
+    for (const [kind, wants] of wanted) {
+      const steps = new Int32Array(wants.inputs.length);
+      const outs = this.kinds.get(kind)!.scheme!.many(wants.inputs, reverse, steps);
+      for (let k = 0; k < outs.length; k++) {
+        batch.outs[wants.slots[k]] = outs[k];
+        batch.steps[wants.slots[k]] = steps[k];
       }
     }
-    return scans;
+    return batch;
   }
 
   /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
   private schemeStep(kind: DetectKind, scheme: KindScheme, value: Scalar, decrypt: boolean): Scalar {
-    const first = this.nextFirst;
-    if (first !== undefined) {
-      this.nextFirst = undefined;
+    const slot = this.nextFirst;
+    if (slot >= 0) {
+      this.nextFirst = -1;
+      const batch = this.batch!;
+      const out = batch.outs[slot];
       // The step is a pure function of (kind, value): one prefetched for this very value is its step.
-      if (first.kind === kind && first.input === value) {
-        walkSteps.count += first.steps;
-        return first.out;
+      if (out !== undefined && batch.kinds[slot] === kind && batch.inputs[slot] === value) {
+        walkSteps.count += batch.steps[slot];
+        return out;
       }
     }
     return decrypt ? scheme.inverse(value) : scheme.forward(value);
+  }
+
+  /** The value of span `slot` of the batch, or the text's own slice when it has no slot. */
+  private valueAt(text: string, span: ReversePiece, slot: number): string {
+    return slot >= 0 ? this.batch!.inputs[slot] : text.slice(span.start, span.end);
   }
 
   applyPieces(pieces: readonly string[], location: string | (() => string)): string[] {
@@ -224,8 +240,8 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /** The protected value, or the failure of one of its detected values (never thrown past here). */
-  /** `prefetched`: the batch's scan of this very value (protectEach), if any. */
-  private protect(value: Scalar, prefetched?: Prefetched): Scalar | DetectedFailure {
+  /** `scanned`, `slot`: the batch's scan of this very value and its first span's slot (protectEach), if any. */
+  private protect(value: Scalar, scanned?: readonly DetectedSpan[], slot = -1): Scalar | DetectedFailure {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
@@ -235,7 +251,7 @@ export class ContentFieldAction implements FieldAction {
         const out = this.protect(inner.text);
         return typeof out === 'string' ? inner.encode(out) : out;
       }
-      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, prefetched) : this.forwardText(value, prefetched);
+      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, scanned, slot) : this.forwardText(value, scanned, slot);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;
       throw err;
@@ -262,17 +278,17 @@ export class ContentFieldAction implements FieldAction {
     return this.scanner.wholeKind(typeof value === 'number' ? String(Math.abs(value)) : value);
   }
 
-  private forwardText(text: string, prefetched?: Prefetched): Scalar {
+  private forwardText(text: string, scanned?: readonly DetectedSpan[], slot = -1): Scalar {
     if (this.mode === 'forward' && this.inText) return this.forwardCovering(text);
-    const spans = prefetched?.spans ?? this.scanner.scan(text);
+    const spans = scanned ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
     if (spans.length === 1 && first.start === 0 && first.end === text.length) {
-      this.nextFirst = prefetched?.firsts?.[0];
+      this.nextFirst = slot;
       return this.one(first.kind, text);
     }
     if (!this.inText) return text;
-    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, prefetched?.firsts);
+    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, slot);
     return this.protectCovering(text, spans);
   }
 
@@ -354,7 +370,7 @@ export class ContentFieldAction implements FieldAction {
    * and the original text after it, as exactly itself (and the original must read so too, or
    * Reconstruct could not stop on it). The output is then scanned whole: exactly the pseudonyms.
    */
-  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], firsts?: readonly (FirstStep | undefined)[]): string {
+  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], slot = -1): string {
     if (this.anyRemoves && spans.some((s) => this.kinds.get(s.kind)!.removes)) {
       // Restricted spans go first, so every pseudonym's window shows what Reconstruct will see.
       const cut = this.splice(text, spans, (span) =>
@@ -365,7 +381,7 @@ export class ContentFieldAction implements FieldAction {
       if (again !== undefined) throw new DetectedFailure(again.kind, AMBIGUOUS);
       return rest.length === 0 ? cut : this.pseudonymiseInText(cut, rest);
     }
-    if (spans.length === 1) return this.pseudonymiseOne(text, spans[0], firsts?.[0]);
+    if (spans.length === 1) return this.pseudonymiseOne(text, spans[0], slot);
     const parts: string[] = [];
     const placed: ReversePiece[] = [];
     let lastReadWhole = false;
@@ -380,9 +396,8 @@ export class ContentFieldAction implements FieldAction {
       length += before.length;
       tail = withTail(tail, before);
       at = span.end;
-      const first = firsts?.[i];
-      // The batch sliced this very span for its first step: its slice is the value (one copy fewer).
-      const value = first !== undefined ? first.input : text.slice(span.start, span.end);
+      const first = slot >= 0 ? slot + i : -1;
+      const value = this.valueAt(text, span, first);
       const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
       const leftFrom = length - left.length;
       let leftSpans: readonly ReversePiece[] = NO_PIECES;
@@ -429,8 +444,8 @@ export class ContentFieldAction implements FieldAction {
    * checks, without the lists kept for several spans. When the window is the whole text and its
    * accepted reading found exactly the pseudonym, that reading's text is the output.
    */
-  private pseudonymiseOne(text: string, span: DetectedSpan, first: FirstStep | undefined): string {
-    const value = first !== undefined ? first.input : text.slice(span.start, span.end);
+  private pseudonymiseOne(text: string, span: DetectedSpan, first: number): string {
+    const value = this.valueAt(text, span, first);
     const whole = span.start <= WINDOW && span.end + WINDOW >= text.length;
     const context = new Context(this.scanner, text.slice(Math.max(0, span.start - WINDOW), span.start), NO_PIECES, text.slice(span.end, span.end + WINDOW), NO_PIECES);
     if (!whole && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
@@ -452,8 +467,8 @@ export class ContentFieldAction implements FieldAction {
    * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
    * it, the reconstructed originals after it. Tokens are opened where they are.
    */
-  private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
-    if (pieces.length === 1 && pieces[0].kind !== 'token') return this.reconstructOne(text, pieces[0], firsts?.[0]);
+  private reconstructInText(text: string, pieces: readonly ReversePiece[], slot = -1): string {
+    if (pieces.length === 1 && pieces[0].kind !== 'token') return this.reconstructOne(text, pieces[0], slot);
     const parts: string[] = [];
     /** The output's first WINDOW characters so far, and the spans known in them. */
     let head = '';
@@ -464,9 +479,9 @@ export class ContentFieldAction implements FieldAction {
       parts.push(after);
       headSpans = shiftHead(headSpans, after.length, undefined);
       head = (after + head).slice(0, WINDOW);
-      const first = firsts?.[i];
-      // The batch sliced this very span for its first step (texts with a token have no firsts).
-      const value = first !== undefined ? first.input : text.slice(piece.start, piece.end);
+      // Texts with a token have no slots: pieces are then the spans, in order.
+      const first = slot >= 0 ? slot + i : -1;
+      const value = this.valueAt(text, piece, first);
       let result: string;
       if (piece.kind === 'token') result = this.asText(this.openToken(value));
       else {
@@ -494,8 +509,8 @@ export class ContentFieldAction implements FieldAction {
    * text after it), no lists. When the window is the whole text, the text its accepted reading
    * read is the output.
    */
-  private reconstructOne(text: string, piece: ReversePiece, first: FirstStep | undefined): string {
-    const value = first !== undefined ? first.input : text.slice(piece.start, piece.end);
+  private reconstructOne(text: string, piece: ReversePiece, first: number): string {
+    const value = this.valueAt(text, piece, first);
     const context = new Context(this.scanner, text.slice(Math.max(0, piece.start - WINDOW), piece.start), NO_PIECES, text.slice(piece.end, piece.end + WINDOW), NO_PIECES);
     this.nextFirst = first;
     const result = this.asText(this.one(piece.kind as DetectKind, value, context));
@@ -507,20 +522,20 @@ export class ContentFieldAction implements FieldAction {
    * Reconstruct and Decrypt: `enc:v1:` tokens (Encrypt, and the FPE short-value fallback) are opened
    * by the kind whose key authenticates them; Reconstruct also reverses the detected pseudonyms.
    */
-  private reverseText(text: string, scanned?: Prefetched): Scalar {
+  private reverseText(text: string, scanned?: readonly DetectedSpan[], slot = -1): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const prefetched = this.mode === 'reconstruct' ? scanned : undefined;
-    const pieces = this.mode === 'reconstruct' ? merge(tokens, prefetched?.spans ?? this.scanner.scan(text)) : tokens;
+    const reconstruct = this.mode === 'reconstruct';
+    const pieces = reconstruct ? merge(tokens, scanned ?? this.scanner.scan(text)) : tokens;
     // Prefetched texts hold no token (prefetch skips them), so pieces are the spans, in order.
-    const firsts = tokens.length === 0 ? prefetched?.firsts : undefined;
+    const first = reconstruct && tokens.length === 0 ? slot : -1;
     if (pieces.length === 0) return text;
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
     if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) {
-      this.nextFirst = firsts?.[0];
+      this.nextFirst = first;
       return open(pieces[0], text);
     }
     if (!this.inText) return text;
-    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, firsts);
+    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, first);
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
@@ -753,22 +768,27 @@ class PersonalNameAction implements FieldAction {
   }
 }
 
-/** A value's first scheme step, taken in a batch, and the cycle-walk steps the scheme took. */
-interface FirstStep {
-  readonly kind: DetectKind;
-  readonly input: string;
-  readonly out: Scalar;
-  readonly steps: number;
-}
+/**
+ * A batch's scans and first steps (prefetch): per text by its place in the batch, per detected
+ * value by its slot, the place of its span among all the batch's spans (a text's spans take
+ * consecutive slots). Flat lists, nothing allocated per text or value.
+ */
+class BatchScan {
+  /** Per text: its spans; undefined where it was not scanned here. */
+  readonly spans: (readonly DetectedSpan[] | undefined)[];
+  /** Per text: the slot of its first span, -1 when its spans have none (not stepped here). */
+  readonly firstSlot: Int32Array;
+  /** Per slot: the span's value as sliced, its kind, its first step (undefined: taken on the spot) and the cycle-walk steps that took. */
+  readonly inputs: string[] = [];
+  readonly kinds: DetectKind[] = [];
+  outs: (Scalar | undefined)[] = [];
+  steps = new Int32Array(0);
 
-/** A text scanned by prefetch: its spans and, where they are stepped, each span's first step. */
-interface Prefetched {
-  readonly spans: readonly DetectedSpan[];
-  readonly firsts: readonly (FirstStep | undefined)[] | undefined;
+  constructor(texts: number) {
+    this.spans = new Array<readonly DetectedSpan[] | undefined>(texts);
+    this.firstSlot = new Int32Array(texts).fill(-1);
+  }
 }
-
-/** The scan of a text that holds no value (shared: most texts of a sparse batch). */
-const NOTHING_FOUND: Prefetched = { spans: Object.freeze([]) as readonly DetectedSpan[], firsts: undefined };
 
 class DetectedFailure extends Error {
   constructor(
