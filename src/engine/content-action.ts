@@ -114,12 +114,14 @@ export class ContentFieldAction implements FieldAction {
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
     const batch = values.length > 1 ? this.prefetch(values) : undefined;
+    // Slots index this batch; a batch begun inside it (none does today) puts the outer one back.
+    const outer = this.batch;
     this.batch = batch;
     try {
       this.protectEach(out, batch, location);
     } finally {
       this.nextFirst = -1;
-      this.batch = undefined;
+      this.batch = outer;
     }
     return out;
   }
