@@ -1,7 +1,9 @@
 // Pseudonymise of values detected by content (issue 17), next to baselines measured in the same run:
 // 1. throughput on dense free text (every line of ~70 characters carries one detected value of a
-//    random kind), in MB/s on one core (goal >= 5 MB/s), next to Mask on the same text, detection
-//    alone, and Reconstruct of the pseudonymised text;
+//    random kind), in MB per CPU-second of the whole process (process.cpuUsage: every thread, V8's
+//    garbage-collection helpers included; goal >= 5) next to MB/s of wall clock, next to Mask on
+//    the same text, detection alone, and Reconstruct of the pseudonymised text; then the goal and
+//    its verdict (MET / NOT MET) with the load average;
 // 2. bounded cost: a 10 MiB body (JSON, one string per line) of each kind's worst shape for cycle
 //    walking, Pseudonymise then Reconstruct, next to a 10 MiB body of an ordinary value of the same
 //    kind (goal: worst <= 5x ordinary), with the cycle-walk steps each took. Such a body holds up to
@@ -54,7 +56,10 @@ function best(fn: () => unknown, budgetMs: number): { wall: number; cpu: number 
 }
 
 const rate = (r: { wall: number; cpu: number }, mb: number, digits = 1): string =>
-  `${(r.wall * mb).toFixed(digits)} MB/s wall, ${(r.cpu * mb).toFixed(digits)} MB/s per CPU-second`;
+  `${(r.wall * mb).toFixed(digits)} MB/s wall, ${(r.cpu * mb).toFixed(digits)} MB per CPU-second`;
+
+/** Issue 17's goal: Pseudonymise on dense free text, MB per CPU-second of the whole process. */
+const GOAL_MB_PER_CPU_SECOND = 5;
 
 const row = (label: string, value: string) => console.log(`${label.padEnd(58)} ${value}`);
 
@@ -74,9 +79,14 @@ const row = (label: string, value: string) => console.log(`${label.padEnd(58)} $
   console.log(`dense free text: ${mb.toFixed(2)} MB JSON, ${notes.length} notes, ${detected} values detected (one per ${(doc.length / detected).toFixed(0)} bytes)`);
   row('detection alone (scanner over the notes)', rate(rates.scan, mb));
   row('Mask, customer', rate(rates.mask, mb));
-  row('Pseudonymise, customer', `${rate(rates.pseudonymise, mb, 2)} (goal >= 5 MB/s)`);
+  row('Pseudonymise, customer', `${rate(rates.pseudonymise, mb, 2)} (goal >= ${GOAL_MB_PER_CPU_SECOND} MB per CPU-second)`);
   row('Reconstruct of the pseudonymised text', rate(rates.reconstruct, mb, 2));
   row('Pseudonymise per value', `${(1e6 / (rates.pseudonymise.wall * detected)).toFixed(1)} us wall, ${(1e6 / (rates.pseudonymise.cpu * detected)).toFixed(1)} us CPU`);
+  const perCpu = rates.pseudonymise.cpu * mb;
+  console.log(
+    `goal: Pseudonymise >= ${GOAL_MB_PER_CPU_SECOND} MB per CPU-second of the process (all threads, GC included): ` +
+      `${perCpu.toFixed(2)} (${(perCpu / (rates.mask.cpu * mb)).toFixed(2)}x Mask in this run) -> ${perCpu >= GOAL_MB_PER_CPU_SECOND ? 'MET' : 'NOT MET'}`,
+  );
   console.log(`load average: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   // The same values spread thinner: one note in three holds one (bench/detect.bench.ts's density).
   const sparse = JSON.stringify({ notes: notes.map((n, i) => (i % 3 === 0 ? n : n.replace(/ \S*\d\S* /g, ' '))) });

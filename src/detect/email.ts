@@ -58,7 +58,8 @@ function domainValid(text: string, from: number, to: number): boolean {
 }
 
 function topLevelValid(text: string, from: number, to: number): boolean {
-  if (to - from >= 4 && text.slice(from, from + 4).toLowerCase() === 'xn--') return true;
+  // `xn--` in any case, read without a lower-cased copy.
+  if (to - from >= 4 && (text.charCodeAt(from) | 0x20) === 120 && (text.charCodeAt(from + 1) | 0x20) === 110 && text.charCodeAt(from + 2) === 45 && text.charCodeAt(from + 3) === 45) return true;
   if (to - from < 2) return false;
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);

@@ -109,8 +109,9 @@ export class ContentScanner {
         const found = this.digitSpans;
         next = scanDigitRun(text, i, this.digits, found);
         if (found.length > 0) {
-          out ??= [];
-          for (const span of found) out.push(span);
+          // Sized to what was found: most texts hold one value.
+          if (out === undefined) out = found.slice();
+          else for (let k = 0; k < found.length; k++) out.push(found[k]);
           found.length = 0;
         }
       } else if (c === AT) {
@@ -135,7 +136,9 @@ export class ContentScanner {
       } else if (boundaryBefore(text, i)) {
         const end = ibanEndAt(text, i);
         if (end >= 0) {
-          (out ??= []).push({ start: i, end, kind: 'iban' });
+          const span: DetectedSpan = { start: i, end, kind: 'iban' };
+          if (out === undefined) out = [span];
+          else out.push(span);
           next = end;
         }
       }
@@ -169,11 +172,12 @@ function isHexOrColon(text: string, i: number): boolean {
 
 /** Adds a span found around earlier ones (an email around digits, an IPv6 address around a number); the ones it replaces go to `overlapped`. */
 function replaceOverlapped(out: DetectedSpan[] | undefined, start: number, end: number, kind: DetectKind, overlapped: DetectedSpan[] | undefined): DetectedSpan[] {
-  const list = out ?? [];
-  while (list.length > 0 && list[list.length - 1].end > start) {
-    const dropped = list.pop()!;
+  const span: DetectedSpan = { start, end, kind };
+  if (out === undefined) return [span];
+  while (out.length > 0 && out[out.length - 1].end > start) {
+    const dropped = out.pop()!;
     overlapped?.push(dropped);
   }
-  list.push({ start, end, kind });
-  return list;
+  out.push(span);
+  return out;
 }

@@ -77,8 +77,10 @@ const NEAR = 24;
 export class ContentFieldAction implements FieldAction {
   readonly byContent = true;
   private readonly anyRemoves: boolean;
-  /** The prefetched first step of the value `one` is about to step, if any (taken by schemeStep). */
-  private nextFirst: FirstStep | undefined;
+  /** The batch being protected (applyBatch): its scans and first steps. */
+  private batch: BatchScan | undefined;
+  /** The batch's slot of the value `one` is about to step, -1 for none (taken by schemeStep). */
+  private nextFirst = -1;
 
   constructor(
     private readonly run: RunState,
@@ -111,88 +113,104 @@ export class ContentFieldAction implements FieldAction {
 
   applyBatch(values: Scalar[], location: (index: number) => string): Scalar[] {
     const out = values.slice();
-    const prefetched = values.length > 1 ? this.prefetch(values) : undefined;
+    const batch = values.length > 1 ? this.prefetch(values) : undefined;
+    // Slots index this batch; a batch begun inside it (none does today) puts the outer one back.
+    const outer = this.batch;
+    this.batch = batch;
     try {
-      this.protectEach(out, prefetched, location);
+      this.protectEach(out, batch, location);
     } finally {
-      this.nextFirst = undefined;
+      this.nextFirst = -1;
+      this.batch = outer;
     }
     return out;
   }
 
-  private protectEach(out: Scalar[], prefetched: readonly (Prefetched | undefined)[] | undefined, location: (index: number) => string): void {
+  private protectEach(out: Scalar[], batch: BatchScan | undefined, location: (index: number) => string): void {
     for (let i = 0; i < out.length; i++) {
       const v = out[i];
       if (v === null || v === '' || typeof v === 'boolean') continue;
       // No location thunk per cell: one is made only for a cell that fails.
-      const r = this.protect(v, prefetched?.[i]);
+      const r = batch === undefined ? this.protect(v) : this.protect(v, batch.spans[i], batch.firstSlot[i]);
       out[i] = r instanceof DetectedFailure ? this.fail(() => location(i), r) : r;
     }
   }
 
   /**
    * Pseudonymise and Reconstruct of a batch: every text is scanned once here (the scans are given
-   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of every detected value goes through its kind's scheme in
-   * one batched call per kind (KindScheme.many), kept next to the text's spans (one slot per span,
-   * handed to `one` just before it steps that span: no lookup by value). A step is a pure function of
-   * the value under this request's keys, so taking it from here instead of computing it on the
-   * spot changes no byte of the output; walking on in context, failures and counts all happen in
-   * protectEach as before. Values this cannot take (base64 text, JSON numbers, encoded spellings,
-   * values inside tokens) simply miss and are stepped on the spot.
+   * to protectEach by the text's index in the batch: no map keyed by text) and the first step of
+   * every detected value goes through its kind's scheme in one batched call per kind
+   * (KindScheme.many), kept in the batch's slot of its span (handed to `one` just before it steps
+   * that span: no lookup by value). A step is a pure function of the value under this request's
+   * keys, so taking it from here instead of computing it on the spot changes no byte of the output;
+   * walking on in context, failures and counts all happen in protectEach as before. Values this
+   * cannot take (base64 text, JSON numbers, encoded spellings, values inside tokens) simply miss
+   * and are stepped on the spot.
    */
-  private prefetch(values: readonly Scalar[]): (Prefetched | undefined)[] | undefined {
+  private prefetch(values: readonly Scalar[]): BatchScan | undefined {
     const reverse = this.mode === 'reconstruct';
     if ((this.mode !== 'pseudonymise' && !reverse) || this.scanner.base64) return undefined;
-    const scans = new Array<Prefetched | undefined>(values.length);
-    // Per kind: the values to step, and the slot (text's firsts, span index) each result goes to.
-    const wanted = new Map<DetectKind, { inputs: string[]; slots: (FirstStep | undefined)[][]; at: number[] }>();
+    const batch = new BatchScan(values.length);
+    // Per kind: the values to step, and the slot each result goes to.
+    const wanted = new Map<DetectKind, { inputs: string[]; slots: number[] }>();
     for (let v = 0; v < values.length; v++) {
       const value = values[v];
       if (typeof value !== 'string' || value.length < 4) continue;
       if (reverse && value.includes(TOKEN_PREFIX)) continue;
       const spans = this.scanner.scan(value);
-      if (spans.length === 0) {
-        scans[v] = { spans, firsts: undefined };
-        continue;
-      }
+      batch.spans[v] = spans;
+      if (spans.length === 0) continue;
       const whole = spans.length === 1 && spans[0].start === 0 && spans[0].end === value.length;
-      const firsts = whole || this.inText ? new Array<FirstStep | undefined>(spans.length) : undefined;
-      scans[v] = { spans, firsts };
-      if (firsts === undefined) continue;
+      if (!whole && !this.inText) continue;
+      batch.firstSlot[v] = batch.inputs.length;
       for (let i = 0; i < spans.length; i++) {
         const span = spans[i];
+        const slot = batch.inputs.length;
+        // Sliced once: the same string is the value stepped here and walked on in protectEach.
+        const input = whole ? value : value.slice(span.start, span.end);
+        batch.inputs.push(input);
+        batch.kinds.push(span.kind);
         const bound = this.kinds.get(span.kind)!;
         if (bound.scheme === undefined || bound.removes) continue;
-        let batch = wanted.get(span.kind);
-        if (batch === undefined) wanted.set(span.kind, (batch = { inputs: [], slots: [], at: [] }));
-        batch.inputs.push(whole ? value : value.slice(span.start, span.end));
-        batch.slots.push(firsts);
-        batch.at.push(i);
+        let wants = wanted.get(span.kind);
+        if (wants === undefined) wanted.set(span.kind, (wants = { inputs: [], slots: [] }));
+        wants.inputs.push(input);
+        wants.slots.push(slot);
       }
     }
-    for (const [kind, { inputs, slots, at }] of wanted) {
-      const steps = new Int32Array(inputs.length);
-      const outs = this.kinds.get(kind)!.scheme!.many(inputs, reverse, steps);
-      for (let k = 0; k < inputs.length; k++) {
-        const out = outs[k];
-        if (out !== undefined) slots[k][at[k]] = { kind, input: inputs[k], out, steps: steps[k] };
+    const slots = batch.inputs.length;
+    batch.outs = new Array<Scalar | undefined>(slots);
+    batch.steps = new Int32Array(slots);
+    for (const [kind, wants] of wanted) {
+      const steps = new Int32Array(wants.inputs.length);
+      const outs = this.kinds.get(kind)!.scheme!.many(wants.inputs, reverse, steps);
+      for (let k = 0; k < outs.length; k++) {
+        batch.outs[wants.slots[k]] = outs[k];
+        batch.steps[wants.slots[k]] = steps[k];
       }
     }
-    return scans;
+    return batch;
   }
 
   /** The kind's scheme step of `value`: from the batch's first steps when there, counted as if taken here. */
   private schemeStep(kind: DetectKind, scheme: KindScheme, value: Scalar, decrypt: boolean): Scalar {
-    const first = this.nextFirst;
-    if (first !== undefined) {
-      this.nextFirst = undefined;
+    const slot = this.nextFirst;
+    if (slot >= 0) {
+      this.nextFirst = -1;
+      const batch = this.batch!;
+      const out = batch.outs[slot];
       // The step is a pure function of (kind, value): one prefetched for this very value is its step.
-      if (first.kind === kind && first.input === value) {
-        walkSteps.count += first.steps;
-        return first.out;
+      if (out !== undefined && batch.kinds[slot] === kind && batch.inputs[slot] === value) {
+        walkSteps.count += batch.steps[slot];
+        return out;
       }
     }
     return decrypt ? scheme.inverse(value) : scheme.forward(value);
+  }
+
+  /** The value of span `slot` of the batch, or the text's own slice when it has no slot. */
+  private valueAt(text: string, span: ReversePiece, slot: number): string {
+    return slot >= 0 ? this.batch!.inputs[slot] : text.slice(span.start, span.end);
   }
 
   applyPieces(pieces: readonly string[], location: string | (() => string)): string[] {
@@ -224,8 +242,8 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /** The protected value, or the failure of one of its detected values (never thrown past here). */
-  /** `prefetched`: the batch's scan of this very value (protectEach), if any. */
-  private protect(value: Scalar, prefetched?: Prefetched): Scalar | DetectedFailure {
+  /** `scanned`, `slot`: the batch's scan of this very value and its first span's slot (protectEach), if any. */
+  private protect(value: Scalar, scanned?: readonly DetectedSpan[], slot = -1): Scalar | DetectedFailure {
     try {
       if (typeof value === 'number') return this.protectNumber(value);
       if (typeof value !== 'string' || value.length < 4) return value;
@@ -235,7 +253,7 @@ export class ContentFieldAction implements FieldAction {
         const out = this.protect(inner.text);
         return typeof out === 'string' ? inner.encode(out) : out;
       }
-      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, prefetched) : this.forwardText(value, prefetched);
+      return this.mode === 'decrypt' || this.mode === 'reconstruct' ? this.reverseText(value, scanned, slot) : this.forwardText(value, scanned, slot);
     } catch (err) {
       if (err instanceof DetectedFailure) return err;
       throw err;
@@ -262,17 +280,17 @@ export class ContentFieldAction implements FieldAction {
     return this.scanner.wholeKind(typeof value === 'number' ? String(Math.abs(value)) : value);
   }
 
-  private forwardText(text: string, prefetched?: Prefetched): Scalar {
+  private forwardText(text: string, scanned?: readonly DetectedSpan[], slot = -1): Scalar {
     if (this.mode === 'forward' && this.inText) return this.forwardCovering(text);
-    const spans = prefetched?.spans ?? this.scanner.scan(text);
+    const spans = scanned ?? this.scanner.scan(text);
     if (spans.length === 0) return text;
     const first = spans[0];
     if (spans.length === 1 && first.start === 0 && first.end === text.length) {
-      this.nextFirst = prefetched?.firsts?.[0];
+      this.nextFirst = slot;
       return this.one(first.kind, text);
     }
     if (!this.inText) return text;
-    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, prefetched?.firsts);
+    if (this.mode === 'pseudonymise') return this.pseudonymiseInText(text, spans, slot);
     return this.protectCovering(text, spans);
   }
 
@@ -354,7 +372,7 @@ export class ContentFieldAction implements FieldAction {
    * and the original text after it, as exactly itself (and the original must read so too, or
    * Reconstruct could not stop on it). The output is then scanned whole: exactly the pseudonyms.
    */
-  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], firsts?: readonly (FirstStep | undefined)[]): string {
+  private pseudonymiseInText(text: string, spans: readonly DetectedSpan[], slot = -1): string {
     if (this.anyRemoves && spans.some((s) => this.kinds.get(s.kind)!.removes)) {
       // Restricted spans go first, so every pseudonym's window shows what Reconstruct will see.
       const cut = this.splice(text, spans, (span) =>
@@ -365,6 +383,7 @@ export class ContentFieldAction implements FieldAction {
       if (again !== undefined) throw new DetectedFailure(again.kind, AMBIGUOUS);
       return rest.length === 0 ? cut : this.pseudonymiseInText(cut, rest);
     }
+    if (spans.length === 1) return this.pseudonymiseOne(text, spans[0], slot);
     const parts: string[] = [];
     const placed: ReversePiece[] = [];
     let lastReadWhole = false;
@@ -379,20 +398,29 @@ export class ContentFieldAction implements FieldAction {
       length += before.length;
       tail = withTail(tail, before);
       at = span.end;
-      const value = text.slice(span.start, span.end);
+      const first = slot >= 0 ? slot + i : -1;
+      const value = this.valueAt(text, span, first);
       const left = tail.length > WINDOW ? tail.slice(-WINDOW) : tail;
       const leftFrom = length - left.length;
-      const leftSpans: ReversePiece[] = [];
-      for (let k = placed.length - 1; k >= 0 && placed[k].end > leftFrom; k--) leftSpans.unshift(shift(placed[k], -leftFrom));
+      let leftSpans: readonly ReversePiece[] = NO_PIECES;
+      if (placed.length > 0 && placed[placed.length - 1].end > leftFrom) {
+        const near: ReversePiece[] = [];
+        for (let k = placed.length - 1; k >= 0 && placed[k].end > leftFrom; k--) near.unshift(shift(placed[k], -leftFrom));
+        leftSpans = near;
+      }
       const right = text.slice(span.end, span.end + WINDOW);
-      const rightSpans: ReversePiece[] = [];
-      for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) rightSpans.push(shift(spans[k], -span.end));
+      let rightSpans: readonly ReversePiece[] = NO_PIECES;
+      if (i + 1 < spans.length && spans[i + 1].start < span.end + WINDOW) {
+        const near: ReversePiece[] = [];
+        for (let k = i + 1; k < spans.length && spans[k].start < span.end + WINDOW; k++) near.push(shift(spans[k], -span.end));
+        rightSpans = near;
+      }
       const context = new Context(this.scanner, left, leftSpans, right, rightSpans);
       // A window holding the whole text, nothing pseudonymised yet: it is the text itself, which
       // reads as the scan found it (the common short note with one value saves a scan).
       const whole = left.length === length && span.end + WINDOW >= text.length;
       if (!(i === 0 && whole) && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
-      this.nextFirst = firsts?.[i];
+      this.nextFirst = first;
       const pseudonym = this.asText(this.one(span.kind, value, context));
       placed.push({ start: length, end: length + pseudonym.length, kind: pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind });
       parts.push(pseudonym);
@@ -414,56 +442,102 @@ export class ContentFieldAction implements FieldAction {
   }
 
   /**
+   * pseudonymiseInText of a text holding one span (the common note): the same window, walk and
+   * checks, without the lists kept for several spans. When the window is the whole text and its
+   * accepted reading found exactly the pseudonym, that reading's text is the output.
+   */
+  private pseudonymiseOne(text: string, span: DetectedSpan, first: number): string {
+    const value = this.valueAt(text, span, first);
+    const whole = span.start <= WINDOW && span.end + WINDOW >= text.length;
+    const context = new Context(this.scanner, text.slice(Math.max(0, span.start - WINDOW), span.start), NO_PIECES, text.slice(span.end, span.end + WINDOW), NO_PIECES);
+    if (!whole && !context.fits(value, span.kind)) throw new DetectedFailure(span.kind, AMBIGUOUS);
+    this.nextFirst = first;
+    const pseudonym = this.asText(this.one(span.kind, value, context));
+    if (whole && context.readAll && context.lastRead === pseudonym) return context.lastText;
+    const out = text.slice(0, span.start) + pseudonym + text.slice(span.end);
+    if (whole && context.readAll) return out;
+    // What Reconstruct will read must be exactly what was written: the one pseudonym.
+    const kind: ReversePiece['kind'] = pseudonym.startsWith(TOKEN_PREFIX) ? 'token' : span.kind;
+    const read = findReversible(this.scanner, out);
+    const r = read[0];
+    if (read.length === 1 && r.start === span.start && r.end === span.start + pseudonym.length && r.kind === kind) return out;
+    const wrong = read.length === 0 ? kind : r.start !== span.start || r.end !== span.start + pseudonym.length || r.kind !== kind ? r.kind : read[1].kind;
+    throw new DetectedFailure(wrong, AMBIGUOUS);
+  }
+
+  /**
    * Right to left, so that each pseudonym sees the window Pseudonymise saw: the pseudonyms before
    * it, the reconstructed originals after it. Tokens are opened where they are.
    */
-  private reconstructInText(text: string, pieces: readonly ReversePiece[], firsts?: readonly (FirstStep | undefined)[]): string {
+  private reconstructInText(text: string, pieces: readonly ReversePiece[], slot = -1): string {
+    if (pieces.length === 1 && pieces[0].kind !== 'token') return this.reconstructOne(text, pieces[0], slot);
     const parts: string[] = [];
+    /** The output's first WINDOW characters so far, and the spans known in them. */
     let head = '';
-    let headSpans: ReversePiece[] = [];
-    const prepend = (piece: string, kind: ReversePiece['kind'] | undefined): void => {
-      parts.push(piece);
-      headSpans = headSpans.map((s) => shift(s, piece.length)).filter((s) => s.start < WINDOW);
-      if (kind !== undefined) headSpans.unshift({ start: 0, end: piece.length, kind });
-      head = (piece + head).slice(0, WINDOW);
-    };
+    let headSpans: readonly ReversePiece[] = NO_PIECES;
     for (let i = pieces.length - 1; i >= 0; i--) {
       const piece = pieces[i];
-      prepend(text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length), undefined);
-      const value = text.slice(piece.start, piece.end);
-      if (piece.kind === 'token') {
-        prepend(this.asText(this.openToken(value)), 'token');
-        continue;
+      const after = text.slice(piece.end, i + 1 < pieces.length ? pieces[i + 1].start : text.length);
+      parts.push(after);
+      headSpans = shiftHead(headSpans, after.length, undefined);
+      head = (after + head).slice(0, WINDOW);
+      // Texts with a token have no slots: pieces are then the spans, in order.
+      const first = slot >= 0 ? slot + i : -1;
+      const value = this.valueAt(text, piece, first);
+      let result: string;
+      if (piece.kind === 'token') result = this.asText(this.openToken(value));
+      else {
+        const leftFrom = Math.max(0, piece.start - WINDOW);
+        let leftSpans: readonly ReversePiece[] = NO_PIECES;
+        if (i > 0 && pieces[i - 1].end > leftFrom) {
+          const near: ReversePiece[] = [];
+          for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) near.unshift(shift(pieces[k], -leftFrom));
+          leftSpans = near;
+        }
+        const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
+        this.nextFirst = first;
+        result = this.asText(this.one(piece.kind, value, context));
       }
-      const leftFrom = Math.max(0, piece.start - WINDOW);
-      const leftSpans: ReversePiece[] = [];
-      for (let k = i - 1; k >= 0 && pieces[k].end > leftFrom; k--) leftSpans.unshift(shift(pieces[k], -leftFrom));
-      const context = new Context(this.scanner, text.slice(leftFrom, piece.start), leftSpans, head, headSpans);
-      this.nextFirst = firsts?.[i];
-      prepend(this.asText(this.one(piece.kind, value, context)), piece.kind);
+      parts.push(result);
+      headSpans = shiftHead(headSpans, result.length, piece.kind);
+      head = (result + head).slice(0, WINDOW);
     }
     parts.push(text.slice(0, pieces[0].start));
     return parts.reverse().join('');
   }
 
   /**
+   * reconstructInText of a text holding one pseudonym: the same window (the text before it, the
+   * text after it), no lists. When the window is the whole text, the text its accepted reading
+   * read is the output.
+   */
+  private reconstructOne(text: string, piece: ReversePiece, first: number): string {
+    const value = this.valueAt(text, piece, first);
+    const context = new Context(this.scanner, text.slice(Math.max(0, piece.start - WINDOW), piece.start), NO_PIECES, text.slice(piece.end, piece.end + WINDOW), NO_PIECES);
+    this.nextFirst = first;
+    const result = this.asText(this.one(piece.kind as DetectKind, value, context));
+    if (piece.start <= WINDOW && text.length - piece.end <= WINDOW && context.lastRead === result) return context.lastText;
+    return text.slice(0, piece.start) + result + text.slice(piece.end);
+  }
+
+  /**
    * Reconstruct and Decrypt: `enc:v1:` tokens (Encrypt, and the FPE short-value fallback) are opened
    * by the kind whose key authenticates them; Reconstruct also reverses the detected pseudonyms.
    */
-  private reverseText(text: string, scanned?: Prefetched): Scalar {
+  private reverseText(text: string, scanned?: readonly DetectedSpan[], slot = -1): Scalar {
     const tokens: ReversePiece[] = text.includes(TOKEN_PREFIX) ? findTokens(text).map(([start, end]) => ({ start, end, kind: 'token' })) : [];
-    const prefetched = this.mode === 'reconstruct' ? scanned : undefined;
-    const pieces = this.mode === 'reconstruct' ? merge(tokens, prefetched?.spans ?? this.scanner.scan(text)) : tokens;
+    const reconstruct = this.mode === 'reconstruct';
+    const pieces = reconstruct ? merge(tokens, scanned ?? this.scanner.scan(text)) : tokens;
     // Prefetched texts hold no token (prefetch skips them), so pieces are the spans, in order.
-    const firsts = tokens.length === 0 ? prefetched?.firsts : undefined;
+    const first = reconstruct && tokens.length === 0 ? slot : -1;
     if (pieces.length === 0) return text;
     const open = (piece: ReversePiece, value: string): Scalar => (piece.kind === 'token' ? this.openToken(value) : this.one(piece.kind, value));
     if (pieces.length === 1 && pieces[0].start === 0 && pieces[0].end === text.length) {
-      this.nextFirst = firsts?.[0];
+      this.nextFirst = first;
       return open(pieces[0], text);
     }
     if (!this.inText) return text;
-    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, firsts);
+    if (this.mode === 'reconstruct') return this.reconstructInText(text, pieces, first);
     return this.splice(text, pieces, (piece) => this.asText(open(piece, text.slice(piece.start, piece.end))));
   }
 
@@ -553,18 +627,12 @@ export class ContentFieldAction implements FieldAction {
     let out: Scalar;
     try {
       if (this.mode === 'reconstruct') {
-        if (bound.removes) return value;
-        const t = bound.technique;
-        if (!t.inverse) return value;
-        const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, true) : (v) => t.inverse!(v), context, carries);
+        if (bound.removes || !bound.technique.inverse) return value;
+        out = this.walk(bound, value, true, context, carries);
       } else if (this.mode === 'decrypt') return value;
       else if (bound.removes) out = this.run.standIn;
-      else if (this.mode === 'pseudonymise') {
-        const t = bound.technique;
-        const scheme = bound.scheme;
-        out = this.walk(kind, value, scheme ? (v) => this.schemeStep(kind, scheme, v, false) : (v) => t.forward(v), context, carries);
-      } else out = bound.technique.forward(value);
+      else if (this.mode === 'pseudonymise') out = this.walk(bound, value, false, context, carries);
+      else out = bound.technique.forward(value);
     } catch (err) {
       if (err instanceof ValueError) throw new DetectedFailure(kind, err.reason, err.hint);
       throw err;
@@ -578,17 +646,25 @@ export class ContentFieldAction implements FieldAction {
    * whole value, or in `context` as exactly one span of the kind with its neighbours unchanged;
    * and, for a value written in an encoding, until it `carries` the encoded characters.
    */
-  private walk(kind: DetectKind, value: Scalar, step: (v: Scalar) => Scalar, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
-    if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return step(value);
-    let out = step(value);
+  private walk(bound: BoundKind, value: Scalar, decrypt: boolean, context: Context | undefined, carries?: (v: string) => boolean): Scalar {
+    const kind = bound.kind;
+    if (typeof value === 'string' && value.startsWith(TOKEN_PREFIX)) return this.step(bound, value, decrypt);
+    let out = this.step(bound, value, decrypt);
     for (let i = 0; ; i++) {
       if (typeof out === 'string' && out.startsWith(TOKEN_PREFIX)) return out;
       const reads = context !== undefined ? typeof out === 'string' && context.fits(out, kind) : (typeof out === 'number' && this.kindOf(out) === kind) || (typeof out === 'string' && this.scanner.isWhole(out, kind));
       if (reads && (carries === undefined || (typeof out === 'string' && carries(out)))) return out;
       if (i >= MAX_WALK) throw new ValueError(context === undefined ? NOT_DETECTABLE : AMBIGUOUS);
       walkSteps.count++;
-      out = step(out);
+      out = this.step(bound, out, decrypt);
     }
+  }
+
+  /** One step of the kind's permutation (its scheme, else its rule), each way; no closure per value. */
+  private step(bound: BoundKind, value: Scalar, decrypt: boolean): Scalar {
+    const scheme = bound.scheme;
+    if (scheme !== undefined) return this.schemeStep(bound.kind, scheme, value, decrypt);
+    return decrypt ? bound.technique.inverse!(value) : bound.technique.forward(value);
   }
 
   /**
@@ -694,18 +770,26 @@ class PersonalNameAction implements FieldAction {
   }
 }
 
-/** A value's first scheme step, taken in a batch, and the cycle-walk steps the scheme took. */
-interface FirstStep {
-  readonly kind: DetectKind;
-  readonly input: string;
-  readonly out: Scalar;
-  readonly steps: number;
-}
+/**
+ * A batch's scans and first steps (prefetch): per text by its place in the batch, per detected
+ * value by its slot, the place of its span among all the batch's spans (a text's spans take
+ * consecutive slots). Flat lists, nothing allocated per text or value.
+ */
+class BatchScan {
+  /** Per text: its spans; undefined where it was not scanned here. */
+  readonly spans: (readonly DetectedSpan[] | undefined)[];
+  /** Per text: the slot of its first span, -1 when its spans have none (not stepped here). */
+  readonly firstSlot: Int32Array;
+  /** Per slot: the span's value as sliced, its kind, its first step (undefined: taken on the spot) and the cycle-walk steps that took. */
+  readonly inputs: string[] = [];
+  readonly kinds: DetectKind[] = [];
+  outs: (Scalar | undefined)[] = [];
+  steps = new Int32Array(0);
 
-/** A text scanned by prefetch: its spans and, where they are stepped, each span's first step. */
-interface Prefetched {
-  readonly spans: readonly DetectedSpan[];
-  readonly firsts: readonly (FirstStep | undefined)[] | undefined;
+  constructor(texts: number) {
+    this.spans = new Array<readonly DetectedSpan[] | undefined>(texts);
+    this.firstSlot = new Int32Array(texts).fill(-1);
+  }
 }
 
 class DetectedFailure extends Error {
@@ -751,6 +835,9 @@ function merge(tokens: readonly ReversePiece[], spans: readonly DetectedSpan[]):
   while (t < tokens.length) out.push(tokens[t++]);
   return out;
 }
+
+/** No spans known on that side of a window (shared: read-only). */
+const NO_PIECES: readonly ReversePiece[] = Object.freeze([]);
 
 /** `tail + piece`, cut to its last WINDOW characters once it grows past 2 * WINDOW. */
 function withTail(tail: string, piece: string): string {
@@ -817,6 +904,18 @@ interface CoverSpan extends DetectedSpan {
   readonly kinds?: readonly DetectKind[];
 }
 
+/**
+ * The spans known at the start of the output once `length` characters are written before them:
+ * moved on, those still starting inside the window kept, and the written piece's own span first
+ * when it is one (`kind`).
+ */
+function shiftHead(spans: readonly ReversePiece[], length: number, kind: ReversePiece['kind'] | undefined): readonly ReversePiece[] {
+  if (spans.length === 0 && kind === undefined) return NO_PIECES;
+  const out: ReversePiece[] = kind === undefined ? [] : [{ start: 0, end: length, kind }];
+  for (const s of spans) if (s.start + length < WINDOW) out.push(shift(s, length));
+  return out;
+}
+
 /** A piece moved by `by` characters. */
 function shift(piece: ReversePiece, by: number): ReversePiece {
   return { start: piece.start + by, end: piece.end + by, kind: piece.kind };
@@ -842,6 +941,9 @@ function findReversible(scanner: ContentScanner, text: string): readonly Reverse
 class Context {
   /** The last `fits` that said yes found exactly the known spans, none left out as too far. */
   readAll = false;
+  /** The value of the last `fits` that said yes, and the text it read: left, the value, right. */
+  lastRead = '';
+  lastText = '';
 
   constructor(
     private readonly scanner: ContentScanner,
@@ -851,29 +953,48 @@ class Context {
     private readonly rightSpans: readonly ReversePiece[],
   ) {}
 
-  /** `value` placed between left and right reads as one `kind`, and the spans near it as known. */
+  /**
+   * `value` placed between left and right reads as one `kind`, and the spans near it as known: the
+   * found spans within NEAR of it are, in order, the left spans that end after `at - NEAR`, the
+   * value's own span, then the right spans (moved past the value) that start before
+   * `after + NEAR`. Compared as they are walked, nothing built per call but the text read.
+   */
   fits(value: string, kind: DetectKind): boolean {
     const left = this.left;
     const at = left.length;
     const after = at + value.length;
     const from = at - NEAR;
     const to = after + NEAR;
-    const expected: ReversePiece[] = [];
-    for (const s of this.leftSpans) if (s.end > from) expected.push(s);
-    expected.push({ start: at, end: after, kind });
-    for (const s of this.rightSpans) {
-      if (s.start + after >= to) break;
-      expected.push(shift(s, after));
-    }
-    const found = findReversible(this.scanner, left + value + this.right);
+    const leftSpans = this.leftSpans;
+    const rightSpans = this.rightSpans;
+    const text = left + value + this.right;
+    const found = findReversible(this.scanner, text);
+    /** Next left span to expect, whether the value's own span was seen, next right span to expect. */
+    let l = 0;
+    let own = false;
+    let r = 0;
     let k = 0;
-    for (const f of found) {
+    for (let j = 0; j < found.length; j++) {
+      const f = found[j];
       if (f.end <= from || f.start >= to) continue;
-      const e = expected[k++];
-      if (e === undefined || !samePiece(e, f)) return false;
+      k++;
+      while (l < leftSpans.length && leftSpans[l].end <= from) l++;
+      if (l < leftSpans.length) {
+        if (!samePiece(leftSpans[l++], f)) return false;
+      } else if (!own) {
+        own = true;
+        if (f.start !== at || f.end !== after || f.kind !== kind) return false;
+      } else {
+        const s = rightSpans[r++];
+        if (s === undefined || s.start + after >= to || f.start !== s.start + after || f.end !== s.end + after || f.kind !== s.kind) return false;
+      }
     }
-    if (k !== expected.length) return false;
-    this.readAll = found.length === k && k === this.leftSpans.length + 1 + this.rightSpans.length;
+    // Every expected span was found.
+    while (l < leftSpans.length && leftSpans[l].end <= from) l++;
+    if (l < leftSpans.length || !own || (r < rightSpans.length && rightSpans[r].start + after < to)) return false;
+    this.readAll = found.length === k && k === leftSpans.length + 1 + rightSpans.length;
+    this.lastRead = value;
+    this.lastText = text;
     return true;
   }
 }
