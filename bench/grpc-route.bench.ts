@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { freePort } from './dpg-serve.ts';
+import { cpuSeconds } from './proc-stats.ts';
 import { tempDir, upstreamPki } from '../test/proxy/helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -143,6 +144,8 @@ async function h2Call(viaProxy: boolean): Promise<{ call: Call; close: () => voi
   const headers = { ':method': 'POST', ':path': '/partner.v1.Customers/Put', 'content-type': 'application/grpc', te: 'trailers' };
   const call: Call = () =>
     new Promise((resolve) => {
+      // A session the proxy shed or closed fails the calls left, rather than throwing out of the loop.
+      if (session.destroyed || session.closed) return resolve(false);
       const stream = session.request(headers);
       let status: unknown;
       stream.on('trailers', (t) => (status = t['grpc-status']));
@@ -195,12 +198,16 @@ for (const kind of CLIENTS) {
   await run(via.call, 1);
   const added: number[] = [];
   for (let round = 0; round < 3; round++) {
+    const upCpu0 = cpuSeconds(up.pid!);
     const d = await run(direct.call, SECONDS);
+    const upCpu1 = cpuSeconds(up.pid!);
+    const dpgCpu0 = cpuSeconds(dpg.pid!);
     const v = await run(via.call, SECONDS);
+    const dpgCpu = cpuSeconds(dpg.pid!) - dpgCpu0;
     if (d.errors + v.errors > 0) console.log(`${kind} round ${round + 1}: errors direct ${d.errors}, via proxy ${v.errors}`);
     added.push(pct(v.times, 99) - pct(d.times, 99));
     console.log(
-      `${kind} client, round ${round + 1}: direct p50 ${pct(d.times, 50).toFixed(2)} ms p99 ${pct(d.times, 99).toFixed(2)} ms; via proxy p50 ${pct(v.times, 50).toFixed(2)} ms p99 ${pct(v.times, 99).toFixed(2)} ms; added p50 ${(pct(v.times, 50) - pct(d.times, 50)).toFixed(2)} ms p99 ${(pct(v.times, 99) - pct(d.times, 99)).toFixed(2)} ms; load ${load()}`,
+      `${kind} client, round ${round + 1}: direct p50 ${pct(d.times, 50).toFixed(2)} ms p99 ${pct(d.times, 99).toFixed(2)} ms; via proxy p50 ${pct(v.times, 50).toFixed(2)} ms p99 ${pct(v.times, 99).toFixed(2)} ms; added p50 ${(pct(v.times, 50) - pct(d.times, 50)).toFixed(2)} ms p99 ${(pct(v.times, 99) - pct(d.times, 99)).toFixed(2)} ms; CPU per call: gateway ${((dpgCpu * 1000) / (v.times.length || 1)).toFixed(3)} ms, upstream ${(((upCpu1 - upCpu0) * 1000) / (d.times.length || 1)).toFixed(3)} ms; load ${load()}`,
     );
   }
   const median = added.sort((a, b) => a - b)[1]!;
