@@ -49,7 +49,7 @@ const jsonFn = (): void => {
 };
 
 const phase = shopPhase(engine, { manifest: 'customer', jobType: 'Mask' });
-const call = phase.messages({ path: CHAT, encoding: undefined, requestId: 'bench' });
+const call = phase.messages({ path: CHAT, encoding: undefined, requestId: 'bench', tally: { valuesProtected: 0, valuesFailed: 0 } });
 let received = 0;
 call.on('data', (b: Buffer) => (received += b.length));
 call.on('error', (err) => {
@@ -57,7 +57,7 @@ call.on('error', (err) => {
   process.exit(1);
 });
 // A manifest without detection (Restrict removes three fields) (test fixtures): the codec's own cost shows.
-const plainCall = shopPhase(testEngine(join(FIXTURES, 'manifests')), { manifest: 'grpc-test', jobType: 'Restrict' }).messages({ path: CHAT, encoding: undefined, requestId: 'bench' });
+const plainCall = shopPhase(testEngine(join(FIXTURES, 'manifests')), { manifest: 'grpc-test', jobType: 'Restrict' }).messages({ path: CHAT, encoding: undefined, requestId: 'bench', tally: { valuesProtected: 0, valuesFailed: 0 } });
 plainCall.on('data', () => undefined);
 const plainOnce = (): Promise<void> =>
   new Promise((resolve) => {

@@ -9,6 +9,7 @@ import { protectDocumentBody } from '../proxy/exchange/body-document.ts';
 import { openEnvelope, type EnvelopeHeaders } from '../transport/http/protect-envelope.ts';
 import type { ProtectionEngine } from './engine.ts';
 import type { CellType } from './types.ts';
+import { runGrpcMessageTask, type GrpcMessageTask } from '../proxy/grpc-egress/worker-message.ts';
 
 export type WorkerTask =
   /** A document already decoded to text (or a parsed JSON value). */
@@ -20,7 +21,9 @@ export type WorkerTask =
   /** An XML or SQL document for /file/protect, as read: protected and flattened into CSV. */
   | { readonly kind: 'csv'; readonly job: JobSpec; readonly bytes: Uint8Array }
   /** A POST /api/protect body; the worker asks the event loop (onAsk) whether the client may run the job it names. */
-  | { readonly kind: 'envelope'; readonly bytes: Uint8Array; readonly headers: EnvelopeHeaders };
+  | { readonly kind: 'envelope'; readonly bytes: Uint8Array; readonly headers: EnvelopeHeaders }
+  /** One message of a routed gRPC call (grpc-egress/worker-message.ts). */
+  | GrpcMessageTask;
 
 /** What the 'body' and 'envelope' tasks answer: the bytes to send, and the summary. */
 export interface BytesResult {
@@ -53,6 +56,10 @@ export async function runTask(engine: ProtectionEngine, task: WorkerTask, ask: (
       await ask(envelope.job);
       const out = envelope.protect(engine);
       return bytesOutcome(out.payload, out.summary);
+    }
+    case 'grpc-message': {
+      const value = runGrpcMessageTask((job) => engine.prepare(job), task);
+      return { value, transfer: 'bytes' in value && value.bytes !== undefined ? transferOf(value.bytes) : [] };
     }
   }
 }

@@ -125,6 +125,10 @@ describe('a gRPC route end to end: grpc-js through CONNECT, fields protected on 
       assert.equal(received.length, before + 1);
       assertProtected(received[before]!, JANE);
       assert.deepEqual(reply, JANE, 'Reconstruct restored every value exactly');
+      // The call's audit line (written when its stream closes) counts both directions: 3 values each way.
+      for (let i = 0; i < 100 && !logs.some((l) => l.includes('"route":"partner-grpc"')); i++) await new Promise((r) => setTimeout(r, 20));
+      const line = JSON.parse(logs.find((l) => l.includes('"route":"partner-grpc"'))!) as { outcome: string; valuesProtected: number; valuesFailed: number };
+      assert.deepEqual([line.outcome, line.valuesProtected, line.valuesFailed], ['ok', 6, 0]);
       assert.ok(!logs.join('').includes('jane.doe') && !logs.join('').includes('4111'), 'no value in the logs');
     } finally {
       c.close();

@@ -13,6 +13,14 @@ export interface GrpcCall {
   /** The `grpc-encoding` header of this direction's messages (undefined: identity). */
   readonly encoding: string | undefined;
   readonly requestId: string;
+  /** Where the transform adds what it protected, for the call's audit line and metrics (counts only). */
+  readonly tally: GrpcTally;
+}
+
+/** Values protected (or restored) and values failed (silent mode) over a call, both directions. */
+export interface GrpcTally {
+  valuesProtected: number;
+  valuesFailed: number;
 }
 
 /**

@@ -1,7 +1,9 @@
 // The gRPC message framing of one call direction (grpc.io PROTOCOL-HTTP2 "Length-Prefixed-Message"):
 // a compressed flag byte, a 4-byte big-endian length, the message. Each whole message is handed to
-// `protect` (decompressed first when flagged) and framed again; a message is emitted only once it
-// is protected whole, and the first one that cannot be ends the stream with a GrpcCallError.
+// the protector (decompressed first when flagged) and framed again; a message is emitted only once
+// it is protected whole, and the first one that cannot be ends the stream with a GrpcCallError.
+// The protector may answer later (a heavy message protected in a worker): the stream then waits,
+// taking no more input, so messages leave in the order they came.
 
 import { Transform, type TransformCallback } from 'node:stream';
 import { gunzipSync, gzipSync, inflateSync, deflateSync } from 'node:zlib';
@@ -20,6 +22,13 @@ const PLAIN_TOKEN = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 /** A message of the call cannot be protected: the call's status. `index` counts from 1. */
 export type ErrorMapper = (err: unknown, index: number) => GrpcCallError;
 
+export interface MessageProtector {
+  /** The protected message (the same Buffer when nothing changed), now or once a worker answers. */
+  protect(message: Buffer): Buffer | Promise<Buffer>;
+  /** The stream is over (ended, failed or cancelled): the protector's counts are final. */
+  settle(): void;
+}
+
 export class MessageStream extends Transform {
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
@@ -28,7 +37,7 @@ export class MessageStream extends Transform {
 
   constructor(
     private readonly call: GrpcCall,
-    private readonly protect: (message: Buffer) => Buffer,
+    private readonly protector: MessageProtector,
     private readonly maxMessageBytes: number,
     private readonly mapError: ErrorMapper,
   ) {
@@ -40,18 +49,11 @@ export class MessageStream extends Transform {
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
-    try {
-      this.drain();
-    } catch (err) {
-      this.chunks.length = 0;
-      this.buffered = 0;
-      done(err instanceof GrpcCallError ? err : this.mapError(err, this.count));
-      return;
-    }
-    done();
+    this.drain(done);
   }
 
   override _flush(done: TransformCallback): void {
+    this.protector.settle();
     if (this.buffered > 0) {
       done(new GrpcCallError(GRPC_STATUS.INTERNAL, `message ${this.count + 1} is truncated: the stream ended inside it`));
       return;
@@ -59,27 +61,66 @@ export class MessageStream extends Transform {
     done();
   }
 
-  /** Protects and pushes every whole message buffered. */
-  private drain(): void {
-    while (this.buffered >= PREFIX) {
-      const head = this.peekBytes(PREFIX);
-      const flag = head[0]!;
-      const length = head.readUInt32BE(1);
-      if (flag > 1) throw new GrpcCallError(GRPC_STATUS.INTERNAL, `message ${this.count + 1} has an invalid compressed flag`);
-      if (length > this.maxMessageBytes) {
-        throw new GrpcCallError(GRPC_STATUS.RESOURCE_EXHAUSTED, `message ${this.count + 1} is larger than the route's limit of ${this.maxMessageBytes} bytes`);
-      }
-      if (this.buffered < PREFIX + length) return;
-      const frame = this.consume(PREFIX + length);
-      this.count++;
-      this.push(this.protectFrame(frame, flag === 1));
-    }
+  override _destroy(err: Error | null, done: (error: Error | null) => void): void {
+    this.protector.settle();
+    done(err);
   }
 
-  private protectFrame(frame: Buffer, compressed: boolean): Buffer {
+  /** Protects and pushes every whole message buffered, then calls `done` (with the first failure). */
+  private drain(done: TransformCallback): void {
+    try {
+      for (;;) {
+        const next = this.nextFrame();
+        if (next === undefined) break;
+        const out = this.protectFrame(next.frame, next.compressed);
+        if (out instanceof Promise) {
+          // Protected elsewhere: nothing more is read until it is back, so the order holds.
+          out.then(
+            (frame) => {
+              if (this.destroyed) return;
+              this.push(frame);
+              this.drain(done);
+            },
+            (err: unknown) => this.fail(err, done),
+          );
+          return;
+        }
+        this.push(out);
+      }
+    } catch (err) {
+      this.fail(err, done);
+      return;
+    }
+    done();
+  }
+
+  private fail(err: unknown, done: TransformCallback): void {
+    this.chunks.length = 0;
+    this.buffered = 0;
+    done(err instanceof GrpcCallError ? err : this.mapError(err, this.count));
+  }
+
+  /** The next whole message's frame, consumed; undefined while it is not all here. */
+  private nextFrame(): { frame: Buffer; compressed: boolean } | undefined {
+    if (this.buffered < PREFIX) return undefined;
+    const head = this.peekBytes(PREFIX);
+    const flag = head[0]!;
+    const length = head.readUInt32BE(1);
+    if (flag > 1) throw new GrpcCallError(GRPC_STATUS.INTERNAL, `message ${this.count + 1} has an invalid compressed flag`);
+    if (length > this.maxMessageBytes) {
+      throw new GrpcCallError(GRPC_STATUS.RESOURCE_EXHAUSTED, `message ${this.count + 1} is larger than the route's limit of ${this.maxMessageBytes} bytes`);
+    }
+    if (this.buffered < PREFIX + length) return undefined;
+    const frame = this.consume(PREFIX + length);
+    this.count++;
+    return { frame, compressed: flag === 1 };
+  }
+
+  private protectFrame(frame: Buffer, compressed: boolean): Buffer | Promise<Buffer> {
     const body = frame.subarray(PREFIX);
     if (!compressed) {
-      const out = this.protect(body);
+      const out = this.protector.protect(body);
+      if (out instanceof Promise) return out.then((b) => (b === body ? frame : framed(b, 0)));
       return out === body ? frame : framed(out, 0);
     }
     const codec = this.compressedCodec();
@@ -92,8 +133,9 @@ export class MessageStream extends Transform {
       }
       throw new GrpcCallError(GRPC_STATUS.INTERNAL, `message ${this.count} could not be decompressed`);
     }
-    const out = this.protect(plain);
+    const out = this.protector.protect(plain);
     // Unchanged: the client's compressed bytes go on as they were.
+    if (out instanceof Promise) return out.then((b) => (b === plain ? frame : framed(codec.encode(b), 1)));
     return out === plain ? frame : framed(codec.encode(out), 1);
   }
 

@@ -18,7 +18,7 @@ import type { ProxyRoute } from '../../config/types.ts';
 import type { Target } from '../exchange/exchange.ts';
 import { endToEndHeaders } from '../exchange/headers.ts';
 import type { CompiledPhase } from '../exchange/phase.ts';
-import { GrpcCallError } from '../grpc-egress/contract.ts';
+import { GrpcCallError, type GrpcTally } from '../grpc-egress/contract.ts';
 import type { UpstreamSessions } from './upstream-sessions.ts';
 
 /** gRPC status codes the proxy ends calls with (grpc/doc/statuscodes.md). */
@@ -53,8 +53,13 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
   const started = performance.now();
   const requestId = acceptedRequestId(req.headers['x-request-id']) ?? randomUUID();
   let outcome = 'ok';
+  // Both directions' transforms add to it; read when the call is over (their counts are final by then).
+  const tally: GrpcTally = { valuesProtected: 0, valuesFailed: 0 };
+  const transforms: Transform[] = [];
   const finish = (): void => {
     if (routing === undefined) return;
+    // A call cut short leaves its transforms mid-stream: ended now, they add what they protected.
+    for (const t of transforms) t.destroy();
     const phase = routing.request ?? routing.response;
     audit(deps.logger, {
       door: 'proxy',
@@ -64,12 +69,12 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
       jobType: phase?.jobType,
       dataSetType: undefined,
       outcome,
-      valuesProtected: 0,
-      valuesFailed: 0,
+      valuesProtected: tally.valuesProtected,
+      valuesFailed: tally.valuesFailed,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       apiType: 'proxy',
     });
-    deps.metrics.observeProxy({ route: routing.route.name, outcome, addedSeconds: 0, valuesProtected: 0 });
+    deps.metrics.observeProxy({ route: routing.route.name, outcome, addedSeconds: 0, valuesProtected: tally.valuesProtected });
   };
   app.once('close', finish);
 
@@ -111,13 +116,14 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
     if (err instanceof GrpcCallError) fail(err.status, err.grpcMessage, 'GRPC_CALL_ERROR');
     else fail(INTERNAL, 'The call could not be protected', 'INTERNAL');
   };
-  const callOf = (encoding: string | string[] | undefined) => ({ path: target.path, encoding: typeof encoding === 'string' ? encoding : undefined, requestId });
+  const callOf = (encoding: string | string[] | undefined) => ({ path: target.path, encoding: typeof encoding === 'string' ? encoding : undefined, requestId, tally });
 
   // Request messages: app → (protect) → upstream, with back-pressure, one whole message at a time.
   let source: Readable = req;
   const requestMessages: Transform | undefined = routing?.request?.grpc?.messages(callOf(req.headers['grpc-encoding']));
   if (requestMessages !== undefined) {
     requestMessages.on('error', failWith);
+    transforms.push(requestMessages);
     source = req.pipe(requestMessages);
   }
   source.pipe(up);
@@ -136,6 +142,7 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
     const responseMessages = routing?.response?.grpc?.messages(callOf(headers['grpc-encoding']));
     if (responseMessages !== undefined) {
       responseMessages.on('error', failWith);
+      transforms.push(responseMessages);
       body = up.pipe(responseMessages);
     }
     body.pipe(app);

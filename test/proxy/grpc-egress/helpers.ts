@@ -7,7 +7,7 @@ import protobuf from 'protobufjs';
 import type { RoutePhase } from '../../../src/config/types.ts';
 import type { Engine } from '../../../src/engine/types.ts';
 import { compilePhase } from '../../../src/proxy/exchange/phase.ts';
-import { GrpcCallError, type GrpcPhase } from '../../../src/proxy/grpc-egress/contract.ts';
+import { GrpcCallError, type GrpcPhase, type GrpcTally } from '../../../src/proxy/grpc-egress/contract.ts';
 import { grpcPhase } from '../../../src/proxy/grpc-egress/grpc-phase.ts';
 import { loadGrpcMethods } from '../../../src/proxy/grpc-egress/route-descriptors.ts';
 
@@ -53,22 +53,23 @@ export function unframe(bytes: Buffer): { flag: number; message: Buffer }[] {
 
 /**
  * Writes `input` to a fresh call transform in pieces of `chunk` bytes (0: one write) and collects
- * what it emits and how it ended.
+ * what it emits, how it ended and what it counted.
  */
 export function runCall(
   phase: GrpcPhase,
   input: Buffer,
   options: { path?: string; encoding?: string; chunk?: number } = {},
-): Promise<{ out: Buffer; error: GrpcCallError | undefined }> {
-  const t = phase.messages({ path: options.path ?? PUT, encoding: options.encoding, requestId: 'test' });
+): Promise<{ out: Buffer; error: GrpcCallError | undefined; tally: GrpcTally }> {
+  const tally: GrpcTally = { valuesProtected: 0, valuesFailed: 0 };
+  const t = phase.messages({ path: options.path ?? PUT, encoding: options.encoding, requestId: 'test', tally });
   const parts: Buffer[] = [];
   t.on('data', (b: Buffer) => parts.push(b));
   return new Promise((resolve, reject) => {
     t.on('error', (err) => {
-      if (err instanceof GrpcCallError) resolve({ out: Buffer.concat(parts), error: err });
+      if (err instanceof GrpcCallError) resolve({ out: Buffer.concat(parts), error: err, tally });
       else reject(err);
     });
-    t.on('end', () => resolve({ out: Buffer.concat(parts), error: undefined }));
+    t.on('end', () => resolve({ out: Buffer.concat(parts), error: undefined, tally }));
     const size = options.chunk ?? 0;
     if (size <= 0) t.end(input);
     else {

@@ -44,7 +44,7 @@ function relayStream(stream: import('node:http2').ServerHttp2Stream, headers: In
     if (!stream.headersSent) stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': grpcMessage(message) }, { endStream: true });
     else stream.close(constants.NGHTTP2_INTERNAL_ERROR);
   };
-  const inbound = req.messages({ path, encoding: headers['grpc-encoding'] as string | undefined, requestId: 'relay' });
+  const inbound = req.messages({ path, encoding: headers['grpc-encoding'] as string | undefined, requestId: 'relay', tally: { valuesProtected: 0, valuesFailed: 0 } });
   inbound.on('error', fail);
   stream.once('data', (chunk: Buffer) => flags.push(chunk[0]!));
   stream.pipe(inbound).pipe(up);
@@ -57,7 +57,7 @@ function relayStream(stream: import('node:http2').ServerHttp2Stream, headers: In
       return;
     }
     stream.respond(back, { waitForTrailers: true });
-    const outbound = res.messages({ path, encoding: h['grpc-encoding'] as string | undefined, requestId: 'relay' });
+    const outbound = res.messages({ path, encoding: h['grpc-encoding'] as string | undefined, requestId: 'relay', tally: { valuesProtected: 0, valuesFailed: 0 } });
     outbound.on('error', (err: Error) => {
       trailers = { 'grpc-status': String(err instanceof GrpcCallError ? err.status : 13), 'grpc-message': grpcMessage(err.message) };
       stream.end();
