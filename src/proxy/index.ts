@@ -270,7 +270,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
     const agentKey = JSON.stringify([connectTimeoutMs, responseTimeoutMs, roots ?? null]);
     const agent = previous?.agentKey === agentKey ? previous.agent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed }, roots);
     const h2cAgent = previous?.agentKey === agentKey ? previous.h2cAgent : createUpstreamAgent({ connectTimeoutMs, responseTimeoutMs, onLoadFailed, h2c: true }, roots);
-    const sessions = previous?.agentKey === agentKey ? previous.sessions : new UpstreamSessions({ ca: roots, connectTimeoutMs });
+    const sessions = previous?.agentKey === agentKey ? previous.sessions : new UpstreamSessions({ roots, connectTimeoutMs });
     const hostAddresses = new RouteHostAddresses({
       names: (c.routes ?? []).map((r) => r.match?.host ?? '').filter((h) => h !== '' && isValidHostPattern(h)).map(canonicalHost),
       resolve: deps.resolveHost ?? systemResolver,
@@ -322,7 +322,7 @@ export async function startProxy(deps: ProxyDeps): Promise<RunningProxy> {
       hold,
       pinTarget,
       tunnelDeps: { routes: routes.table, leaves, targets, connectTimeoutMs, logger, sockets, intercepted, outer, pin, onResourceExhausted },
-      upgradeDeps: { routes: routes.table, connectTimeoutMs, sockets, ca: roots, onResourceExhausted },
+      upgradeDeps: { routes: routes.table, connectTimeoutMs, sockets, roots, onResourceExhausted },
     };
   };
   /** The generation new exchanges, tunnels and upgrades start under. */

@@ -4,7 +4,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { connect as netConnect, isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { connect as tlsConnect } from 'node:tls';
+import { connect as tlsConnect, type SecureContext } from 'node:tls';
 import { DpgError } from '../../core/errors.ts';
 import { isDescriptorShortage } from './connection-limits.ts';
 import { originOf, type Target } from '../exchange/exchange.ts';
@@ -58,8 +58,8 @@ export interface UpgradeDeps {
   readonly connectTimeoutMs: number;
   /** Tunnels and upgrades, destroyed at once on close (no http.Server tracks them). */
   readonly sockets: Set<Duplex>;
-  /** Extra upstream roots (proxy.upstreamCa). */
-  readonly ca: string[] | undefined;
+  /** Upstream roots with proxy.upstreamCa, parsed once (upstream.ts `upstreamRoots`); undefined: Node's defaults. */
+  readonly roots: SecureContext | undefined;
   /** Told when an upstream could not be dialled for want of a file descriptor (readiness). */
   readonly onResourceExhausted?: () => void;
 }
@@ -129,7 +129,7 @@ function spliceUpgrade(deps: UpgradeDeps, req: IncomingMessage, client: Duplex, 
           host,
           port: target.port,
           servername: target.connectTo ? target.connectTo.servername : isIP(target.host) === 0 ? target.host : undefined,
-          ...(deps.ca ? { ca: deps.ca } : {}),
+          ...(deps.roots ? { secureContext: deps.roots } : {}),
         })
       : netConnect({ host, port: target.port });
   track(deps.sockets, upstream, 'upstream');

@@ -2,7 +2,7 @@
 // upstream offers it) and how its failures read to the app: cannot connect → 502, no timely answer → 504.
 
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type { Agent, Dispatcher } from 'undici';
 import { isDescriptorShortage } from './connection-limits.ts';
 import { upstreamTimeout, upstreamUnreachable, type Problem } from '../problem.ts';
@@ -18,8 +18,14 @@ export interface UpstreamOptions {
   readonly h2c?: boolean;
 }
 
-/** The roots for upstream TLS: undefined keeps Node's defaults (bundled roots + NODE_EXTRA_CA_CERTS). */
-export function upstreamRoots(upstreamCa: string | undefined): string[] | undefined {
+/**
+ * The roots for upstream TLS, parsed once into one context shared by every upstream connection (the
+ * REST pool, HTTP/2 sessions, spliced upgrades): given as `ca` to each connect, every new TLS
+ * connection parsed the whole bundle again (~150 PEM certificates, 10–50 ms of the event loop),
+ * stalling every request in flight whenever a connection opened. Undefined keeps Node's defaults
+ * (bundled roots + NODE_EXTRA_CA_CERTS), which Node already keeps parsed.
+ */
+export function upstreamRoots(upstreamCa: string | undefined): SecureContext | undefined {
   if (upstreamCa === undefined) return undefined;
   let extra: string;
   try {
@@ -27,7 +33,7 @@ export function upstreamRoots(upstreamCa: string | undefined): string[] | undefi
   } catch (err) {
     throw new Error(`proxy.upstreamCa ${upstreamCa} could not be read`, { cause: err });
   }
-  return [...rootCertificates, extra];
+  return createSecureContext({ ca: [...rootCertificates, extra] });
 }
 
 /** Descriptors that must be free before undici's module is read (its chunk, and a margin). */
@@ -52,7 +58,7 @@ function descriptorsFree(count: number): boolean {
  * chunk of its own (docs/performance.md, footprint). Until then the pool is a stand-in whose
  * request() and dispatch() wait for the import; the proxy uses no other method but close().
  */
-export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | undefined): Agent {
+export function createUpstreamAgent(options: UpstreamOptions, roots: SecureContext | undefined): Agent {
   let agent: Agent | undefined;
   let loading: Promise<Agent> | undefined;
   // Node keeps a failed dynamic import for the life of the process: had undici's file been read
@@ -68,7 +74,7 @@ export function createUpstreamAgent(options: UpstreamOptions, ca: string[] | und
       const UndiciAgent = module.Agent ?? module.default.Agent;
       agent = new UndiciAgent({
         // useH2c goes to the connector (undici's Agent builds it from `connect`, not from its own options).
-        connect: { timeout: options.connectTimeoutMs, ...(ca ? { ca } : {}), ...(options.h2c ? { useH2c: true } : {}) },
+        connect: { timeout: options.connectTimeoutMs, ...(roots ? { secureContext: roots } : {}), ...(options.h2c ? { useH2c: true } : {}) },
         headersTimeout: options.responseTimeoutMs,
         bodyTimeout: options.responseTimeoutMs,
         keepAliveTimeout: 30_000,

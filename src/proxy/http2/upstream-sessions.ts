@@ -5,25 +5,19 @@
 
 import { connect, type ClientHttp2Session } from 'node:http2';
 import { isIP } from 'node:net';
-import { createSecureContext, type SecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls';
 import type { Target } from '../exchange/exchange.ts';
 import { originOf } from '../exchange/exchange.ts';
 
 export interface UpstreamSessionOptions {
-  /** Roots for upstream TLS (undefined: Node's defaults), as the REST pool's (upstream.ts). */
-  readonly ca: string[] | undefined;
+  /** Roots for upstream TLS, parsed once (undefined: Node's defaults): the REST pool's (upstream.ts `upstreamRoots`). */
+  readonly roots: SecureContext | undefined;
   readonly connectTimeoutMs: number;
 }
 
 export class UpstreamSessions {
   readonly #sessions = new Map<string, ClientHttp2Session>();
   readonly #options: UpstreamSessionOptions;
-  /**
-   * The roots, parsed once. Given as `ca` to each connect, every new session would parse the whole
-   * bundle again (~150 PEM certificates: 10–20 ms of the event loop on a quiet core), stalling
-   * every call in flight whenever a session opens or reopens.
-   */
-  #secureContext: SecureContext | undefined;
 
   constructor(options: UpstreamSessionOptions) {
     this.#options = options;
@@ -37,7 +31,7 @@ export class UpstreamSessions {
     const open = this.#sessions.get(key);
     if (open !== undefined && !open.closed && !open.destroyed) return open;
     const session = connect(origin, {
-      ...(target.scheme === 'https' && this.#options.ca ? { secureContext: (this.#secureContext ??= createSecureContext({ ca: this.#options.ca })) } : {}),
+      ...(target.scheme === 'https' && this.#options.roots ? { secureContext: this.#options.roots } : {}),
       ...(servername !== undefined ? { servername } : {}),
       settings: { enablePush: false },
     });
