@@ -5,7 +5,11 @@
 // gateway bundles. Each dpg process also reports its process.memoryUsage() split (through a tiny
 // --import hook, bench/memory-report.mjs, answering SIGUSR2).
 //
-//   npm run bench -- footprint          (about a minute; FOOTPRINT_RUNS=5 for more start samples)
+// Then the sidecar profile started from dist/serve.cjs with its V8 code cache (what `dpg serve`
+// does) and from the ES module build (DPG_CODE_CACHE=off, the same-run baseline), in turn, with the
+// verdict on start to ready ≤ 300 ms and idle ≤ 60 MB.
+//
+//   npm run bench -- footprint          (about two minutes; FOOTPRINT_RUNS=5 for more start samples)
 //   FOOTPRINT_BASE=/path/to/other/checkout …  (its dist/ built): the sidecar profile of that build and
 //   of this one started in turn, side by side, same machine, same minute (a base line for changes)
 

@@ -38,6 +38,20 @@ function isoTime(): string {
   return lastTimeField;
 }
 
+/**
+ * Log bytes held in memory while stdout is not read as fast as lines are written (a stalled log
+ * collector, a pipe whose reader is busy); lines beyond it are dropped and counted
+ * (droppedLogLines), never queued: unbounded, the buffer grew with the request rate until memory
+ * ran out under overload (docs/operations.md#overload).
+ */
+export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
+let dropped = 0;
+
+/** Lines the default destination dropped since start because LOG_BUFFER_MAX_BYTES were waiting. */
+export function droppedLogLines(): number {
+  return dropped;
+}
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.DPG_LOG_LEVEL ?? 'info';
   const opts = {
@@ -46,5 +60,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: isoTime,
   };
-  return options.destination ? pino(opts, options.destination) : pino(opts);
+  if (options.destination) return pino(opts, options.destination);
+  // pino's default destination (asynchronous writes to fd 1), with a bound on what waits.
+  const destination = pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES });
+  destination.on('drop', () => dropped++);
+  return pino(opts, destination);
 }
