@@ -3,7 +3,7 @@
 
 import { readFileSync } from 'node:fs';
 import { ConfigError, StartupError } from './core/errors.ts';
-import type { Logger } from './core/logger.ts';
+import { droppedLogLines, type Logger } from './core/logger.ts';
 import type { Metrics } from './core/metrics.ts';
 import { readTally } from './engine/tally.ts';
 import { workerPoolStats } from './engine/worker-pool.ts';
@@ -67,6 +67,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       : Promise.resolve(undefined);
   let ready = false;
   const overload = startOverload(config, metrics, logger);
+  const logDrops = watchLogDrops(logger);
   // The proxy can be unable to take work while the rest is fine (at its connection cap, out of descriptors);
   // a door at an overload bound cannot either, while health stays green (docs/operations.md#overload).
   let proxy: RunningProxy | undefined;
@@ -180,6 +181,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
       await adminServer?.close();
       await identity?.close();
       overload.close();
+      clearInterval(logDrops);
     },
   };
 }
@@ -201,6 +203,23 @@ function startOverload(config: GatewayConfig, metrics: Metrics, logger: Logger):
   });
   metrics.trackOverload(overload);
   return overload;
+}
+
+/**
+ * Says, at most once per SHED_WARN_EVERY_MS, how many log lines were dropped because stdout was
+ * not read fast enough (core/logger.ts): the line itself waits in the same bounded buffer, and is
+ * written once the reader catches up.
+ */
+function watchLogDrops(logger: Logger): NodeJS.Timeout {
+  let reported = droppedLogLines();
+  const timer = setInterval(() => {
+    const now = droppedLogLines();
+    if (now === reported) return;
+    logger.warn({ droppedLines: now - reported, droppedSinceStart: now }, 'log lines dropped: stdout is not read as fast as they are written (docs/operations.md#overload)');
+    reported = now;
+  }, SHED_WARN_EVERY_MS);
+  timer.unref();
+  return timer;
 }
 
 interface Closable {
