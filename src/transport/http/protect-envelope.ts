@@ -29,11 +29,6 @@ export interface OpenEnvelope {
   readonly job: JobSpec;
   /** Protects the dataSet and writes the whole answer body (UTF-8). */
   protect(engine: Pick<Engine, 'protectDocument'>): { payload: Buffer; summary: ProtectSummary };
-  /**
-   * The same answer as text, for the event loop: node:http sends a string body in one write with
-   * its headers, where a Buffer goes as a second chunk (writev), and no copy into a Buffer is made.
-   */
-  protectText(engine: Pick<Engine, 'protectDocument'>): { text: string; summary: ProtectSummary };
 }
 
 /** Step one: the body parsed and its job validated; nothing protected yet. */
@@ -42,13 +37,9 @@ export function openEnvelope(bytes: Buffer, h: EnvelopeHeaders): OpenEnvelope {
   const written = h.dataSetType === 'JSON' && h.encoding !== 'base64' ? writtenDataSet(text, h.maxDepth) : undefined;
   const body = written !== undefined ? written.rest : parseJsonObject(text, 'The request body');
   const job = jobOfBody(body, { dataSetType: h.dataSetType, sqlDialect: h.sqlDialect, requestId: h.requestId, fallbackRequestId: h.fallbackRequestId });
-  const answer = {
+  return {
     job,
-    protect(engine: Pick<Engine, 'protectDocument'>): { payload: Buffer; summary: ProtectSummary } {
-      const { text, summary } = answer.protectText(engine);
-      return { payload: Buffer.from(text, 'utf8'), summary };
-    },
-    protectText(engine: Pick<Engine, 'protectDocument'>): { text: string; summary: ProtectSummary } {
+    protect(engine) {
       let asWritten = written?.dataSet;
       let input: unknown = asWritten;
       if (asWritten === undefined) {
@@ -67,10 +58,9 @@ export function openEnvelope(bytes: Buffer, h: EnvelopeHeaders): OpenEnvelope {
         summary: result.summary,
       });
       // dataSet first, as the answer always had it; the rest is ordinary JSON.
-      return { text: `{"dataSet":${dataSetJson},${rest.slice(1)}`, summary: result.summary };
+      return { payload: Buffer.from(`{"dataSet":${dataSetJson},${rest.slice(1)}`, 'utf8'), summary: result.summary };
     },
   };
-  return answer;
 }
 
 /**

@@ -47,7 +47,7 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
     transfer: transferOf(bytes),
     onAsk: (job) => authorize(job as JobSpec),
   });
-  let payload: Buffer | string;
+  let payload: Buffer;
   let summary: ProtectSummary;
   let requestId: string;
   if (running) {
@@ -58,16 +58,15 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
   } else {
     const envelope = openEnvelope(bytes, headers);
     authorize(envelope.job);
-    // As text: one write with the headers, no copy into a Buffer (the same bytes: UTF-8).
-    ({ text: payload, summary } = envelope.protectText(deps.engine));
+    ({ payload, summary } = envelope.protect(deps.engine));
     requestId = envelope.job.context.requestId;
   }
   res.writeHead(200, {
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': typeof payload === 'string' ? Buffer.byteLength(payload, 'utf8') : payload.length,
+    'Content-Length': payload.length,
     'Cache-Control': 'no-store',
     'X-Request-Id': requestId,
   });
-  res.end(payload, 'utf8');
+  res.end(payload);
   return summary;
 }
