@@ -33,6 +33,9 @@ COPY scripts/build.mjs scripts/build.mjs
 COPY bin/ bin/
 COPY proto/ proto/
 COPY src/ src/
+# config/: the build's warm start of the sidecar profile makes dist/serve.cjs.cache, the V8 code
+# cache `dpg serve` starts with (docs/operations.md, Start-up code cache).
+COPY config/ config/
 RUN ["node", "scripts/build.mjs"]
 # Libraries are bundled into dist/; node-sql-parser (loaded per dialect) and koffi (a native FFI for
 # the transparent listener, with per-platform binaries) stay dependencies.

@@ -5,7 +5,11 @@
 // gateway bundles. Each dpg process also reports its process.memoryUsage() split (through a tiny
 // --import hook, bench/memory-report.mjs, answering SIGUSR2).
 //
-//   npm run bench -- footprint          (about a minute; FOOTPRINT_RUNS=5 for more start samples)
+// Then the sidecar profile started from dist/serve.cjs with its V8 code cache (what `dpg serve`
+// does) and from the ES module build (DPG_CODE_CACHE=off, the same-run baseline), in turn, with the
+// verdict on start to ready ≤ 300 ms and idle ≤ 60 MB.
+//
+//   npm run bench -- footprint          (about two minutes; FOOTPRINT_RUNS=5 for more start samples)
 //   FOOTPRINT_BASE=/path/to/other/checkout …  (its dist/ built): the sidecar profile of that build and
 //   of this one started in turn, side by side, same machine, same minute (a base line for changes)
 
@@ -89,7 +93,7 @@ function statusOf(url: string): Promise<number> {
   });
 }
 
-async function startGateway(config: string, dataDir: string, readyUrl: string, root = ROOT): Promise<Gateway> {
+async function startGateway(config: string, dataDir: string, readyUrl: string, root = ROOT, extraEnv: Record<string, string> = {}): Promise<Gateway> {
   const started = performance.now();
   let report = '';
   const child = spawn(process.execPath, ['--import', join(ROOT, 'bench/memory-report.mjs'), join(root, 'bin/dpg.js'), 'serve', '--config', join(root, config)], {
@@ -104,6 +108,7 @@ async function startGateway(config: string, dataDir: string, readyUrl: string, r
       DPG_ADMIN_ADDR: config.includes('sidecar') ? `127.0.0.1:${ports.admin}` : 'off',
       DPG_KEYRING: KEYRING,
       DPG_LOG_LEVEL: 'warn',
+      ...extraEnv,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -210,9 +215,46 @@ try {
     const code = await g.stop();
     if (code !== 0) throw new Error(`dpg serve exited ${code} on SIGTERM`);
   }
+  await codeCacheSideBySide(dataDir);
   if (BASE) await sideBySide(BASE, dataDir);
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/**
+ * The sidecar profile started from dist/serve.cjs with its V8 code cache (what `dpg serve` does) and
+ * from the ES module build (DPG_CODE_CACHE=off: the same-run baseline), in turn, RUNS times each.
+ */
+async function codeCacheSideBySide(dir: string): Promise<void> {
+  const ready = `http://127.0.0.1:${ports.admin}/readyz`;
+  const modes = [
+    { name: 'ES module build (DPG_CODE_CACHE=off)', env: { DPG_CODE_CACHE: 'off' } as Record<string, string>, ready: [] as number[], cpu: [] as number[], idle: 0 },
+    { name: 'dist/serve.cjs with the code cache', env: {}, ready: [] as number[], cpu: [] as number[], idle: 0 },
+  ];
+  const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  for (let i = 0; i < Math.max(RUNS, 5); i++) {
+    for (const m of modes) {
+      const g = await startGateway('config/sidecar.yaml', dir, ready, ROOT, m.env);
+      m.ready.push(g.readyMs);
+      m.cpu.push(g.cpuMs);
+      await g.stop();
+    }
+  }
+  for (const m of modes) {
+    const g = await startGateway('config/sidecar.yaml', dir, ready, ROOT, m.env);
+    await sleep(LONG_IDLE_MS);
+    m.idle = treeRss(g.child.pid!);
+    await g.stop();
+  }
+  console.log(`\nsidecar profile, code cache side by side (in turn; load average ${load} → ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}):`);
+  for (const m of modes) {
+    console.log(
+      `  ${m.name.padEnd(40)} start to /readyz 200 median ${median(m.ready).toFixed(0)} ms (${m.ready.map((t) => t.toFixed(0)).join(', ')}), CPU median ${median(m.cpu)} ms; idle ${mb(m.idle)} after ${LONG_IDLE_MS / 1000} s`,
+    );
+  }
+  const [esm, cached] = modes;
+  const verdict = median(cached!.ready) <= 300 ? 'MET' : 'NOT MET';
+  console.log(`  start to ready with the code cache: median ${median(cached!.ready).toFixed(0)} ms against ${median(esm!.ready).toFixed(0)} ms without (goal ≤ 300 ms on a quiet machine: ${verdict}); idle ${mb(cached!.idle)} (goal ≤ 60 MB: ${cached!.idle <= 60 ? 'MET' : 'NOT MET'})`);
 }
 
 /** The sidecar profile of another build and of this one, started in turn RUNS times each, then idle side by side. */

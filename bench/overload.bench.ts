@@ -24,6 +24,12 @@ import { oneKilobyteJson } from './open-loop.ts';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
 const OVERLOAD = process.env.BENCH_OVERLOAD;
+/** Info, as in production: one audit line per request goes to the gateway's stdout (read by this process). */
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
+/** The sidecar's documented bound on RSS under overload (docs/operations.md#overload). */
+const RSS_BOUND_MB = 256;
+/** Accepted requests' latency from their write, p99: bounded means within the proxy's own request budget. */
+const P99_BOUND_MS = 2000;
 /** Client connections: more than the proxy's request bound (256), fewer than its maxConnections (1024). */
 const CONNECTIONS = 600;
 /** The header that ties undici's write of a request to the bench's own record of it. */
@@ -63,16 +69,22 @@ async function startGateway(dir: string, upstreamPort: number, overload: string 
       '',
     ].join('\n'),
   );
-  const child = spawn(process.execPath, ['bin/dpg.js', 'serve', '-c', file], {
+  // memory-report.mjs: on SIGUSR2 the gateway writes its memory split (heap, external) to stderr.
+  const child = spawn(process.execPath, ['--import', join(ROOT, 'bench/memory-report.mjs'), 'bin/dpg.js', 'serve', '-c', file], {
     cwd: ROOT,
-    env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: 'info', NODE_ENV: 'bench' },
+    env: { ...process.env, DPG_DATA_DIR: join(dir, 'data'), DPG_LOG_LEVEL: LOG_LEVEL, NODE_ENV: 'bench' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ports: Record<string, number> = {};
   // Info level, as in production: the listeners' addresses and `ready` come from the log; audit lines keep flowing.
   await new Promise<void>((resolve, reject) => {
     let buffer = '';
+    let started = false;
     child.stdout!.on('data', (chunk: Buffer) => {
+      // After `ready` the audit lines are drained unread: parsing 10,000 lines a second here would
+      // slow this reader and make the gateway's log wait in its memory (a stalled collector is a
+      // case of its own, bounded by LOG_BUFFER_MAX_BYTES in src/core/logger.ts).
+      if (started) return;
       buffer += chunk.toString('utf8');
       for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
         const line = buffer.slice(0, nl);
@@ -80,7 +92,10 @@ async function startGateway(dir: string, upstreamPort: number, overload: string 
         try {
           const e = JSON.parse(line) as { listener?: string; port?: number; msg?: string };
           if (e.listener && typeof e.port === 'number') ports[e.listener] = e.port;
-          if (e.msg === 'ready') resolve();
+          if (e.msg === 'ready') {
+            started = true;
+            resolve();
+          }
         } catch {
           // not JSON
         }
@@ -208,6 +223,8 @@ async function openLoop(gw: Gateway, pool: Pool, path: string, body: string, rat
     };
     tick();
   });
+  // The gateway's memory split as the last request is sent (near its peak): heap, external, buffers.
+  gw.child.kill('SIGUSR2');
   await Promise.all(inflight);
   clearInterval(sampler);
   clearInterval(scraper);
@@ -279,6 +296,10 @@ async function main(): Promise<void> {
       const pool = new Pool(`http://127.0.0.1:${defaults.proxy}`, { connections: CONNECTIONS });
       const r = await openLoop(defaults, pool, path, body, cap * 3, SECONDS * 1000);
       console.log(line(`shedding defaults 3×, ${SECONDS} s`, cap * 3, r));
+      console.log(
+        `RSS bound at 3× with the defaults: peak ${r.peakRssMb} MB (goal ≤ ${RSS_BOUND_MB} MB, docs/operations.md#overload): ${r.peakRssMb <= RSS_BOUND_MB ? 'MET' : 'NOT MET'}; ` +
+          `alive ${r.alive}; accepted from write p99 ${r.written.p99.toFixed(0)} ms (goal ≤ ${P99_BOUND_MS} ms: ${r.written.p99 <= P99_BOUND_MS ? 'MET' : 'NOT MET'})`,
+      );
       await pool.close();
       console.log(`ready again after the load: ${await readyAgain(defaults.admin)}`);
       const metrics = await (await request(`http://127.0.0.1:${defaults.admin}/metrics`)).body.text();

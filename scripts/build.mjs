@@ -8,7 +8,10 @@
 //
 // `node scripts/build.mjs` (run by `npm run build`, `prepare` after `npm ci`, and before the tests).
 import { build } from 'esbuild';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,6 +50,7 @@ export async function buildDist({ quiet = false } = {}) {
     logLevel: quiet ? 'error' : 'warning',
   });
   writeFileSync(join(outdir, 'meta.json'), JSON.stringify(result.metafile));
+  await buildServeScript(quiet);
   writeFileSync(join(outdir, 'THIRD-PARTY-NOTICES.txt'), thirdPartyNotices(result.metafile));
   if (!quiet) {
     const ms = Math.round(performance.now() - started);
@@ -54,6 +58,96 @@ export async function buildDist({ quiet = false } = {}) {
     console.log(`dist/: ${files} modules in ${ms} ms`);
   }
   return result.metafile;
+}
+
+/**
+ * `dpg serve` as one classic script, dist/serve.cjs, which bin/dpg.js compiles with vm.Script and
+ * V8's code cache (dist/serve.cjs.cache, made here by one warm start of the sidecar profile): on
+ * Node 20 an ES module cannot be given a code cache, and compiling the bundle cold was most of the
+ * start (docs/performance.md, "Start-up: a V8 code cache"). The same sources as dist/cli.js, in a
+ * function expression `(function (exports, require, module, __filename, __dirname) { … })`, strict
+ * like the ES module build. It holds no import(): a dynamic import from a vm.Script needs Node's
+ * experimental loader hooks, so esbuild turns each into a require() — of a module in the script,
+ * evaluated on first use as before, or of a file beside it: undici, the largest library and needed
+ * only from the first upstream request, is dist/serve-undici.cjs, read and compiled then.
+ */
+async function buildServeScript(quiet) {
+  const common = { absWorkingDir: root, outdir, outExtension: { '.js': '.cjs' }, bundle: true, format: 'cjs', platform: 'node', target: 'node20', minifyWhitespace: true, minifySyntax: true, legalComments: 'none', logLevel: quiet ? 'error' : 'warning' };
+  const result = await build({
+    ...common,
+    entryPoints: { serve: 'src/cli/main.ts' },
+    external: EXTERNAL_PACKAGES,
+    supported: { 'dynamic-import': false },
+    define: { 'import.meta.url': '__dpgModuleUrl' },
+    banner: { js: "(function (exports, require, module, __filename, __dirname) {'use strict';const __dpgModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    footer: { js: '})' },
+    plugins: [
+      {
+        name: 'serve-beside',
+        setup(b) {
+          b.onResolve({ filter: /^undici$/ }, (args) => (args.kind === 'dynamic-import' ? { path: './serve-undici.cjs', external: true } : undefined));
+        },
+      },
+    ],
+    metafile: true,
+  });
+  writeFileSync(join(outdir, 'serve-meta.json'), JSON.stringify(result.metafile));
+  await build({ ...common, entryPoints: { 'serve-undici': 'undici' } });
+  await writeServeCodeCache(quiet);
+}
+
+/**
+ * dist/serve.cjs.cache: one start of the sidecar profile (config/sidecar.yaml, ports 0, a throwaway
+ * data directory and keyring) until `ready`, then SIGTERM; bin/dpg.js writes the code cache as the
+ * process exits, with every function the start compiled. Best effort: without it `dpg serve` only
+ * starts slower, so a failure here is a warning, never a failed build.
+ */
+async function writeServeCodeCache(quiet) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'dpg-build-cache-'));
+  const material = randomBytes(32).toString('base64');
+  try {
+    const child = spawn(process.execPath, [join(root, 'bin/dpg.js'), 'serve', '--config', join(root, 'config/sidecar.yaml')], {
+      cwd: root,
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        DPG_CODE_CACHE: 'on',
+        DPG_CODE_CACHE_OUT: join(outdir, 'serve.cjs.cache'),
+        DPG_DATA_DIR: dataDir,
+        DPG_PROXY_ADDR: '127.0.0.1:0',
+        DPG_ADMIN_ADDR: '127.0.0.1:0',
+        DPG_LOG_LEVEL: 'info',
+        DPG_KEYRING: `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${material}" }\n`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const ready = await new Promise((resolve) => {
+      let out = '';
+      const timer = setTimeout(() => resolve(false), 30_000);
+      child.stdout.on('data', (d) => {
+        out += d;
+        if (/"msg":"ready"/.test(out)) {
+          clearTimeout(timer);
+          resolve(true);
+        }
+      });
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+    });
+    child.kill('SIGTERM');
+    const code = child.exitCode ?? (await new Promise((resolve) => child.once('exit', resolve)));
+    if (!ready || code !== 0 || !existsSync(join(outdir, 'serve.cjs.cache'))) {
+      console.warn(`build: no code cache for dist/serve.cjs (the warm start ${ready ? `exited ${code}` : 'never became ready'}); dpg serve starts without it. ${stderr.slice(0, 500)}`);
+    } else if (!quiet) {
+      console.log(`dist/serve.cjs.cache: ${statSync(join(outdir, 'serve.cjs.cache')).size} bytes`);
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 }
 
 /** The licence text of every package whose code went into the bundle (they travel with it). */

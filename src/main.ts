@@ -36,7 +36,7 @@ export async function startGateway(config: GatewayConfig, deps: { logger: Logger
   const { logger } = deps;
   const httpOn = config.http.enabled !== false;
   const grpcOn = config.grpc.enabled !== false;
-  logger.info({ config: config.file, dataDir: config.dataDir }, 'starting');
+  logger.info({ config: config.file, dataDir: config.dataDir, codeCache: codeCacheState() }, 'starting');
   const { engine, keyring } = buildEngine(config, logger, {
     onKeyringCreated: (path) => logger.warn({ path }, 'generated a development keyring (for development only; see docs/keys.md)'),
   });
@@ -235,6 +235,16 @@ function startupFailure(door: string, listen: ListenAddress, err: unknown): Erro
     return new StartupError(`${door}: cannot listen on ${address}: address already in use or not available`, { cause: err });
   }
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * Whether this process started from dist/serve.cjs with V8's code cache (bin/dpg.js): `used`,
+ * `rejected` (V8 refused it), `none` (no cache for this build), or `off` (started from the ES
+ * module build: DPG_CODE_CACHE=off, the sources, or no dist/serve.cjs).
+ */
+function codeCacheState(): string {
+  const state = (globalThis as Record<symbol, unknown>)[Symbol.for('dpg.codeCache')];
+  return typeof state === 'string' ? state : 'off';
 }
 
 /** Stands in for the metrics registry when no listener serves /metrics (prom-client is never loaded). */
