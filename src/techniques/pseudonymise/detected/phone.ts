@@ -105,18 +105,20 @@ function placeIn(spaces: readonly PlanSpace[], digits: ArrayLike<number>, from: 
 
 const spacesOf = (regions: readonly string[]): PlanSpace[] => regions.map((r) => PlanSpace.of(r)).filter((s): s is PlanSpace => s !== undefined);
 const NANP_SPACES: PlanSpace[] = [];
-const byCallingCode = new Map<string, readonly PlanSpace[]>();
+const byCallingCode = new Map<number, readonly PlanSpace[]>();
 
-/** The plans of a calling code's regions, in libphonenumber-js's order (at most ~300 codes: kept). */
-function spacesOfCallingCode(code: string): readonly PlanSpace[] {
+/** The plans of the regions of the calling code digits[at, at + length), in libphonenumber-js's order (at most 1,110 codes: kept). */
+function spacesOfCallingCode(digits: ArrayLike<number>, at: number, length: number): readonly PlanSpace[] {
+  const code = digitsValue(digits, at, length);
   let spaces = byCallingCode.get(code);
-  if (spaces === undefined) byCallingCode.set(code, (spaces = spacesOf(regionsOfCallingCode(code))));
+  if (spaces === undefined) byCallingCode.set(code, (spaces = spacesOf(regionsOfCallingCode(String(code)))));
   return spaces;
 }
 
 export class PhoneScheme {
   readonly #nanp: RankCipher;
   readonly #one = new Float64Array(1);
+  readonly #regionTweaks = new Map<PlanSpace, Map<number, Uint8Array>>();
   /** The listed regions (detect.phoneRegions) outside NANP, in order, with their trunk prefixes. */
   readonly #national: readonly { readonly space: PlanSpace; readonly trunk: string; readonly trunkWritten: boolean }[];
 
@@ -129,7 +131,7 @@ export class PhoneScheme {
     /** detect.phoneRegions: national writings are placed in these regions' plans. */
     nationalRegions: readonly string[] = [],
   ) {
-    if (NANP_SPACES.length === 0) NANP_SPACES.push(...spacesOfCallingCode('1'));
+    if (NANP_SPACES.length === 0) NANP_SPACES.push(...spacesOfCallingCode([1], 0, 1));
     // NANP numbers that no NANP region's plan holds (`555-01xx`) stay out of every plan.
     this.#nanp = new RankCipher(ff1Radix2, NANP_SIZE, (rank) => placeIn(NANP_SPACES, nanpDigits(rank), 0) === undefined);
     this.#national = nationalRegions.flatMap((region) => {
@@ -201,13 +203,7 @@ export class PhoneScheme {
         ff1Plans.push(plan);
       }
     }
-    // The first FF1 application of every placed number's rank at once; each walks on alone.
-    const placed = Float64Array.from(regionPlans, (p) => p.rank);
-    const bits = Int32Array.from(regionPlans, (p) => rankBits(p.size));
-    const regionTweaks = regionPlans.map((p) => p.tweak);
-    if (decrypt) this.ff1Radix2.decryptNumbers(placed, bits, regionTweaks);
-    else this.ff1Radix2.encryptNumbers(placed, bits, regionTweaks);
-    for (let j = 0; j < region.length; j++) this.#regionFinish(values, region[j], regionPlans[j], placed[j], decrypt, out, steps);
+    this.#regionMany(values, region, regionPlans, decrypt, out, steps);
     const ranks = Float64Array.from(nanpPlans, (p) => p.rank);
     const taken = new Int32Array(ranks.length);
     this.#nanp.permuteMany(ranks, this.tweaks.get('phone:nanp'), decrypt, taken);
@@ -240,6 +236,41 @@ export class PhoneScheme {
       steps[k] += walked;
     }
     return out;
+  }
+
+  /**
+   * The FF1 applications of placed numbers' ranks, batched round by round (one FF1 run for all the
+   * numbers still walking): a number is done when its rank is one of its plan's and takes its
+   * original's road, after as many extra applications (steps) as #regionWalk would take.
+   */
+  #regionMany(values: readonly string[], index: readonly number[], plans: readonly RegionPlan[], decrypt: boolean, out: (string | undefined)[], steps: Int32Array): void {
+    if (plans.length === 0) return;
+    const ranks = Float64Array.from(plans, (p) => p.rank);
+    const bits = Int32Array.from(plans, (p) => rankBits(p.size));
+    const tweaks = plans.map((p) => p.tweak);
+    let walking: number[] | undefined;
+    for (let round = 0; walking === undefined || walking.length > 0; round++) {
+      if (decrypt) this.ff1Radix2.decryptNumbers(ranks, bits, tweaks, walking);
+      else this.ff1Radix2.encryptNumbers(ranks, bits, tweaks, walking);
+      const still: number[] = [];
+      const count = walking === undefined ? plans.length : walking.length;
+      for (let w = 0; w < count; w++) {
+        const j = walking === undefined ? w : walking[w];
+        const plan = plans[j];
+        const k = index[j];
+        if (ranks[j] < plan.size) {
+          plan.place.space.unrank(ranks[j], plan.digits, plan.place.from, plan.kept, plan.digits.length, plan.place.cls);
+          if (this.#sameRegion(values[k], plan)) {
+            out[k] = withDigits(values[k], plan.digits);
+            steps[k] += round;
+            continue;
+          }
+        }
+        // Left undefined past MAX_WALK: the one-value form throws there.
+        if (round < MAX_WALK) still.push(j);
+      }
+      walking = still;
+    }
   }
 
   /** out[k] and steps[k] for a placed number whose first application gave `rank`; left undefined where step throws. */
@@ -283,8 +314,7 @@ export class PhoneScheme {
       const cc = countryCodeLength(digits, prefix);
       const tenNanp = cc === 1 && digits[prefix] === 1 && n - prefix - 1 === 10;
       const nanp = tenNanp && isNanp(digits, n - 10);
-      const code = String.fromCharCode(...digits.subarray(prefix, prefix + cc).map((d) => d + 48));
-      const place = placeIn(spacesOfCallingCode(code), digits, prefix + cc);
+      const place = placeIn(spacesOfCallingCode(digits, prefix, cc), digits, prefix + cc);
       if (place !== undefined) return { how: 'region', place };
       if (nanp) return { how: 'nanp', from: n - 10 };
       // `+1` and ten digits that are no valid NANP number: permuted among such numbers (below).
@@ -336,8 +366,7 @@ export class PhoneScheme {
     let kept = Math.min(1, n - from);
     let size = space.size(digits, from, kept, n, cls);
     while (size > MAX_RANKED) size = space.size(digits, from, ++kept, n, cls);
-    const head = String.fromCharCode(...digits.subarray(from, from + kept).map((d) => d + 48));
-    const tweak = this.tweaks.get(`phone:plan:${space.region}:${n}:${from}:${cls}:${head}`);
+    const tweak = this.#regionTweak(space, digits, from, kept, cls);
     return { how: 'region', digits, place, kept, size, rank: space.rank(digits, from, kept, n, cls), tweak };
   }
 
@@ -374,10 +403,7 @@ export class PhoneScheme {
     for (let steps = 0; ; steps++) {
       if (rank < size) {
         place.space.unrank(rank, digits, place.from, kept, n, place.cls);
-        const road = this.#road(value, digits);
-        if (road.how === 'region' && road.place.space === place.space && road.place.from === place.from && road.place.cls === place.cls) {
-          return { out: withDigits(value, digits), steps };
-        }
+        if (this.#sameRegion(value, plan)) return { out: withDigits(value, digits), steps };
       }
       if (steps >= MAX_WALK) throw new ValueError('FPE_DOMAIN_ERROR');
       rank = this.#regionApply(rank, plan, decrypt);
@@ -396,6 +422,27 @@ export class PhoneScheme {
       if (steps >= MAX_WALK) throw new ValueError('FPE_DOMAIN_ERROR');
       rank = this.#nanp.permute(rank, tweak, decrypt);
     }
+  }
+
+  /** The tweak of a placed number's layout: region, length, where the national number starts, class and kept digits. */
+  #regionTweak(space: PlanSpace, digits: Uint16Array, from: number, kept: number, cls: number): Uint8Array {
+    const key = ((((digitsValue(digits, from, kept) * 4 + kept) * 32 + from) * 32 + digits.length) * 4096 + cls) * 2;
+    let bySpace = this.#regionTweaks.get(space);
+    if (bySpace === undefined) this.#regionTweaks.set(space, (bySpace = new Map()));
+    let tweak = bySpace.get(key);
+    if (tweak === undefined) {
+      const head = String.fromCharCode(...digits.subarray(from, from + kept).map((d) => d + 48));
+      tweak = this.tweaks.get(`phone:plan:${space.region}:${digits.length}:${from}:${cls}:${head}`);
+      if (bySpace.size < 4096) bySpace.set(key, tweak);
+    }
+    return tweak;
+  }
+
+  /** The plan's digits (a candidate pseudonym) take the road of the number the plan was made for. */
+  #sameRegion(value: string, plan: RegionPlan): boolean {
+    const road = this.#road(value, plan.digits);
+    const { place } = plan;
+    return road.how === 'region' && road.place.space === place.space && road.place.from === place.from && road.place.cls === place.cls;
   }
 
   #nanpPlan(digits: Uint16Array, from: number): NanpPlan {
