@@ -74,9 +74,9 @@ const MIN_SHUFFLED = 4;
 const MAX_WALK = 10_000;
 /**
  * Number spaces smaller than this take the keyed shuffle of their ranks (one lookup, tables of at
- * most 512 KB); larger ones the rank cipher, which walks 2^20 / size - 1 steps on average below 2^20.
+ * most 1 MB); larger ones FF1 radix 2, which walks 2^20 / size - 1 steps on average below 2^20 (at most 7).
  */
-const SHUFFLE_BELOW = 1 << 16;
+const SHUFFLE_BELOW = 1 << 17;
 /** The rank cipher's largest set (2^52): a wider national number keeps one more leading digit. */
 const MAX_RANKED = 2 ** 52;
 /** FF1 radix 2 over enough bits for a plan's ranks, and at least SP 800-38G's minimum domain (2^20 > 10^6). */
