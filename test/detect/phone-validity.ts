@@ -9,6 +9,7 @@ import { PhoneScheme } from '../../src/techniques/pseudonymise/detected/phone.ts
 import { DetectedTweaks } from '../../src/techniques/pseudonymise/detected/digit-text.ts';
 import { walkSteps } from '../../src/techniques/pseudonymise/detected/walk-steps.ts';
 import { CORPUS_REGIONS } from './independent/generate.ts';
+import { isNanpDigits } from '../../src/detect/phone.ts';
 
 const key = new Uint8Array(32).fill(7);
 export const phone = new PhoneScheme(new FF1(key, 10), new FF1(key, 2), new DetectedTweaks(Uint8Array.of(4, 5, 6)), key, CORPUS_REGIONS);
@@ -20,7 +21,9 @@ export function read(value: string, region?: CountryCode): PhoneNumber | undefin
   if (digits.startsWith('00')) return parsePhoneNumberFromString(`+${digits.slice(2)}`);
   // As detection reads national writings: a region that writes its trunk prefix needs it (`030…`
   // is German, `30…` is not), so the digits must be those of libphonenumber's national format.
-  for (const r of region !== undefined ? [region] : CORPUS_REGIONS) {
+  // NANP regions only for what detection reads as NANP (area code and exchange 2-9 first, no N11).
+  const nanp = isNanpDigits(digits.length === 11 && digits.startsWith('1') ? digits.slice(1) : digits);
+  for (const r of region !== undefined ? [region] : CORPUS_REGIONS.filter((c) => nanp || (c !== 'US' && c !== 'CA'))) {
     const p = parsePhoneNumberFromString(value, r);
     if (p?.isValid() && (p.countryCallingCode === '1' || p.formatNational().replace(/\D/g, '') === digits)) return p;
   }

@@ -314,18 +314,21 @@ export class PhoneScheme {
       const cc = countryCodeLength(digits, prefix);
       const tenNanp = cc === 1 && digits[prefix] === 1 && n - prefix - 1 === 10;
       const nanp = tenNanp && isNanp(digits, n - 10);
+      // `+1` and ten digits: in a NANP region's plan only as detection reads NANP numbers (no N11 exchange…).
       const place = placeIn(spacesOfCallingCode(digits, prefix, cc), digits, prefix + cc);
-      if (place !== undefined) return { how: 'region', place };
+      if (place !== undefined && (!tenNanp || nanp)) return { how: 'region', place };
       if (nanp) return { how: 'nanp', from: n - 10 };
       // `+1` and ten digits that are no valid NANP number: permuted among such numbers (below).
       nanpOutside = tenNanp;
       kept = prefix + cc;
     } else if (n === 10 || (n === 11 && digits[0] === 1)) {
-      // Ten digits (after a `1`) in a NANP region's plan, else in a listed region's (a Chinese
-      // mobile `138…`), else NANP-shaped, else none: each stays on its side.
-      const place = placeIn(NANP_SPACES, digits, n - 10) ?? this.#placeNational(digits);
+      // Ten digits (after a `1`) read as NANP by detection's rules and in a NANP region's plan, else
+      // in a listed region's plan (a Chinese mobile `138…`, a US number with an N11 exchange, which
+      // detection reads as no NANP number), else NANP-shaped, else none: each stays on its side.
+      const nanp = isNanp(digits, n - 10);
+      const place = (nanp ? placeIn(NANP_SPACES, digits, n - 10) : undefined) ?? this.#placeNational(digits);
       if (place !== undefined) return { how: 'region', place };
-      if (isNanp(digits, n - 10)) return { how: 'nanp', from: n - 10 };
+      if (nanp) return { how: 'nanp', from: n - 10 };
       kept = 1;
       nanpOutside = true;
     } else {
