@@ -112,7 +112,7 @@ describe('XML text split by markup: every reading protected (finding 7)', () => 
     const MARKUP = ['<!---->', '<?pi x?>'];
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
     let refused = 0;
-    for (let round = 0; round < 150; round++) {
+    for (let round = 0; round < 100; round++) {
       let text = pick(VALUES);
       for (let k = 0; k < 2; k++) text += pick(GLUE) + pick(VALUES);
       const cut = 1 + Math.floor(r() * (text.length - 1));
@@ -132,7 +132,7 @@ describe('XML text split by markup: every reading protected (finding 7)', () => 
         if (jobType === 'Encrypt') assert.equal(xml('Decrypt', out).replace(/<!---->|<\?pi x\?>/g, ''), doc.replace(/<!---->|<\?pi x\?>/g, ''), doc);
       }
     }
-    assert.ok(refused < 30, `${refused} of 300 refused`);
+    assert.ok(refused < 20, `${refused} of 200 refused`);
   });
 
   it('Pseudonymise: a pseudonym that would read differently in its piece fails closed, never comes back as another value', () => {
@@ -141,7 +141,7 @@ describe('XML text split by markup: every reading protected (finding 7)', () => 
     const NEIGHBOURS = [' 123', ' 24/7', '-0000', ' 0199', ':8080', '', ' 4111'];
     let exact = 0;
     let refused = 0;
-    for (let round = 0; round < 200; round++) {
+    for (let round = 0; round < 120; round++) {
       const value = VALUES[Math.floor(r() * VALUES.length)];
       const next = NEIGHBOURS[Math.floor(r() * NEIGHBOURS.length)];
       const doc = r() < 0.5 ? `<c><notes>a ${value}${next}<!-- c -->b</notes></c>` : `<c><notes>a<?pi x?> ${value}${next} b</notes></c>`;
@@ -160,7 +160,7 @@ describe('XML text split by markup: every reading protected (finding 7)', () => 
       assert.equal(readings(back).at(-1), readings(doc).at(-1), `${doc} -> ${p} -> ${back}`);
       exact++;
     }
-    assert.ok(exact > 150, `${exact} exact, ${refused} refused`);
+    assert.ok(exact > 90, `${exact} exact, ${refused} refused`);
   });
 });
 
