@@ -92,6 +92,12 @@ interface Placement {
   readonly space: PlanSpace;
   readonly from: number;
   readonly cls: number;
+  /**
+   * `space` is the first plan read for this writing, so a pseudonym of the same class keeps the
+   * placement by construction ('any') or as long as it stays NANP-shaped ('nanp'); undefined: the
+   * earlier plans must be read again (#sameRegion).
+   */
+  readonly first?: 'any' | 'nanp';
 }
 
 /** The first of `spaces` whose plan holds digits[from…] (the order detection and Reconstruct read them in). */
@@ -315,8 +321,9 @@ export class PhoneScheme {
       const tenNanp = cc === 1 && digits[prefix] === 1 && n - prefix - 1 === 10;
       const nanp = tenNanp && isNanp(digits, n - 10);
       // `+1` and ten digits: in a NANP region's plan only as detection reads NANP numbers (no N11 exchange…).
-      const place = placeIn(spacesOfCallingCode(digits, prefix, cc), digits, prefix + cc);
-      if (place !== undefined && (!tenNanp || nanp)) return { how: 'region', place };
+      const spaces = spacesOfCallingCode(digits, prefix, cc);
+      const place = placeIn(spaces, digits, prefix + cc);
+      if (place !== undefined && (!tenNanp || nanp)) return { how: 'region', place: place.space === spaces[0] ? { ...place, first: tenNanp ? 'nanp' : 'any' } : place };
       if (nanp) return { how: 'nanp', from: n - 10 };
       // `+1` and ten digits that are no valid NANP number: permuted among such numbers (below).
       nanpOutside = tenNanp;
@@ -326,7 +333,9 @@ export class PhoneScheme {
       // in a listed region's plan (a Chinese mobile `138…`, a US number with an N11 exchange, which
       // detection reads as no NANP number), else NANP-shaped, else none: each stays on its side.
       const nanp = isNanp(digits, n - 10);
-      const place = (nanp ? placeIn(NANP_SPACES, digits, n - 10) : undefined) ?? this.#placeNational(digits);
+      const inNanp = nanp ? placeIn(NANP_SPACES, digits, n - 10) : undefined;
+      if (inNanp !== undefined) return { how: 'region', place: inNanp.space === NANP_SPACES[0] ? { ...inNanp, first: 'nanp' } : inNanp };
+      const place = this.#placeNational(digits);
       if (place !== undefined) return { how: 'region', place };
       if (nanp) return { how: 'nanp', from: n - 10 };
       kept = 1;
@@ -443,8 +452,10 @@ export class PhoneScheme {
 
   /** The plan's digits (a candidate pseudonym) take the road of the number the plan was made for. */
   #sameRegion(value: string, plan: RegionPlan): boolean {
-    const road = this.#road(value, plan.digits);
-    const { place } = plan;
+    const { place, digits } = plan;
+    if (place.first === 'any') return true;
+    if (place.first === 'nanp') return isNanp(digits, digits.length - 10);
+    const road = this.#road(value, digits);
     return road.how === 'region' && road.place.space === place.space && road.place.from === place.from && road.place.cls === place.cls;
   }
 
