@@ -107,6 +107,8 @@ if (mib > 0) {
     ['card: 12-digit Maestro vs 16-digit Visa', () => card('5018', 12), () => card('4', 16)],
     ['ssn', () => `${100 + Math.floor(r() * 500)}-${10 + Math.floor(r() * 89)}-${1000 + Math.floor(r() * 8999)}`, () => `${100 + Math.floor(r() * 500)}-${10 + Math.floor(r() * 89)}-${1000 + Math.floor(r() * 8999)}`],
     ['phone: +353 and 5 national digits vs +44 20 …', () => `+353 1 ${digits(4)}`, () => `+44 20 ${digits(4)} ${digits(4)}`],
+    // The longest walks in a plan (docs/detection.md): Nauru's mobile numbers, a set of ~2^17 ranked by FF1 over 20 bits.
+    ['phone: Nauru +674 55x xxxx (plan walk) vs +44 20 …', () => `+674 55${digits(1)} ${digits(4)}`, () => `+44 20 ${digits(4)} ${digits(4)}`],
     ['ipAddress: 8 unpadded IPv6 groups vs IPv4', () => Array.from({ length: 8 }, hex).join(':'), () => `10.${Math.floor(r() * 256)}.${Math.floor(r() * 256)}.${Math.floor(r() * 256)}`],
   ];
   const body = (make: () => string): string => {

@@ -29,6 +29,17 @@ interface RegionPlan {
   readonly maxLength: number;
 }
 
+/** A region's plan as libphonenumber-js writes it, for the pseudonyms' number spaces (phone-number-space.ts). */
+export interface RegionNumbering {
+  readonly lengths: readonly number[];
+  readonly minLength: number;
+  readonly maxLength: number;
+  /** The general national-number pattern. */
+  readonly general: string;
+  /** Fixed line, mobile, toll free, premium rate, personal, voicemail, UAN, pager, VoIP, shared cost; undefined where absent. */
+  readonly types: readonly ({ pattern: string; lengths: readonly number[] | undefined } | undefined)[];
+}
+
 type CountryData = readonly unknown[];
 
 interface PhoneData {
@@ -103,6 +114,27 @@ function planOf(region: string): RegionPlan | undefined {
   }
   plans.set(region, plan);
   return plan;
+}
+
+/** The numbering plan of a region libphonenumber-js knows (upper-case code), else undefined. */
+export function regionNumbering(region: string): RegionNumbering | undefined {
+  const plan = planOf(region);
+  if (plan === undefined) return undefined;
+  const data = phoneData().countries[region];
+  const types = (data[11] as readonly unknown[]).map((t) =>
+    Array.isArray(t) && typeof t[0] === 'string' ? { pattern: t[0], lengths: Array.isArray(t[1]) ? (t[1] as number[]) : undefined } : undefined,
+  );
+  return { lengths: data[3] as number[], minLength: plan.minLength, maxLength: plan.maxLength, general: String(data[2]), types };
+}
+
+/** The regions of a country calling code, in libphonenumber-js's order (the main region first); [] for an unassigned code. */
+export function regionsOfCallingCode(callingCode: string): readonly string[] {
+  return phoneData().callingCodes[callingCode] ?? [];
+}
+
+/** A region's calling code, trunk prefix and whether it is written (undefined for an unknown region). */
+export function regionTrunk(region: string): { readonly callingCode: string; readonly trunk: string; readonly trunkWritten: boolean } | undefined {
+  return planOf(region);
 }
 
 /** Upper-case region codes that libphonenumber-js knows; the unknown ones, for a clear error. */

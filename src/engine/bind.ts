@@ -276,7 +276,7 @@ function bindContent(
     const field = detection.byKind.get(kind)!;
     const rule = pickRule(field.rules.get(ruleJob), job.context);
     if (!rule) continue;
-    kinds.set(kind, new LazyKind(kind, rule.technique.id, rule.technique.removesField, () => bindRule(field)!));
+    kinds.set(kind, new LazyKind(kind, rule.technique.id, rule.technique.removesField, () => bindRule(field)!, detection.phoneRegions));
   }
   if (kinds.size === 0) return null;
   const mode: ContentMode =
@@ -326,6 +326,8 @@ class LazyKind implements BoundKind {
     readonly techniqueId: string,
     readonly removes: boolean,
     private readonly bind: () => BoundRule,
+    /** detect.phoneRegions: the plans the phone scheme places national writings in. */
+    private readonly phoneRegions: readonly string[],
   ) {}
 
   get technique(): BoundTechnique {
@@ -337,7 +339,7 @@ class LazyKind implements BoundKind {
     if (this.kindScheme === undefined) {
       const bound = (this.bound ??= this.bind());
       if (!bound.rule.technique.id.startsWith('fpe-') || bound.technique.inverse === undefined) return undefined;
-      this.kindScheme = detectedScheme(this.kind, bound.keys, bound.technique, bound.rule.compiled.detected);
+      this.kindScheme = detectedScheme(this.kind, bound.keys, bound.technique, bound.rule.compiled.detected, this.phoneRegions);
     }
     return this.kindScheme;
   }

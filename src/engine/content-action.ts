@@ -543,6 +543,7 @@ export class ContentFieldAction implements FieldAction {
 
   /** What a reader of each piece alone, or of the joined text, would find, protected in place. */
   private protectPieces(pieces: readonly string[]): string[] {
+    if (this.mode === 'forward' && this.inText) return this.coverPieces(pieces);
     const joined = pieces.join('');
     const reverse = this.mode === 'decrypt' || this.mode === 'reconstruct';
     const found: ReversePiece[] = [];
@@ -574,15 +575,120 @@ export class ContentFieldAction implements FieldAction {
       }
     };
     let at = 0;
+    /** Per piece, where its protected values are (Pseudonymise checks how they read). */
+    const written: ReversePiece[][] = pieces.map(() => []);
     for (const region of regions) {
       copy(at, region.start);
       let home = 0;
       while (ends[home] <= region.start) home++;
-      out[home] += this.asText(open(region, joined.slice(region.start, region.end)));
+      const value = this.asText(open(region, joined.slice(region.start, region.end)));
+      // A restricted span is no pseudonym: nothing of it is read back.
+      if (region.kind === 'token' || !this.kinds.get(region.kind)!.removes) {
+        const kind = region.kind === 'token' || value.startsWith(TOKEN_PREFIX) ? 'token' : region.kind;
+        written[home].push({ start: out[home].length, end: out[home].length + value.length, kind });
+      }
+      out[home] += value;
       at = region.end;
     }
     copy(at, joined.length);
+    if (this.mode === 'pseudonymise') this.checkPiecePseudonyms(out, written);
     return out;
+  }
+
+  /**
+   * Pseudonyms in text split by markup are made without the window walk (each is whole in its
+   * piece), so how they read is checked after: Reconstruct reads each piece alone, and must find
+   * there exactly the pseudonyms written; what a reader of the joined text finds must be pseudonyms
+   * written, nothing holding clear text. Else the value fails closed, never a silent change on the
+   * way back.
+   */
+  private checkPiecePseudonyms(out: readonly string[], written: readonly ReversePiece[][]): void {
+    const all: ReversePiece[] = [];
+    let offset = 0;
+    for (let i = 0; i < out.length; i++) {
+      const read = findReversible(this.scanner, out[i]);
+      const mine = written[i];
+      if (read.length !== mine.length || read.some((r, k) => !samePiece(r, mine[k]))) {
+        const wrong = read.find((r, k) => mine[k] === undefined || !samePiece(r, mine[k])) ?? mine[read.length];
+        throw new DetectedFailure(wrong.kind, AMBIGUOUS);
+      }
+      for (const w of mine) all.push(shift(w, offset));
+      offset += out[i].length;
+    }
+    // The joined reader may miss a pseudonym (`4111…<!---->1` reads as 17 digits), never see clear text in one.
+    const wrong = findReversible(this.scanner, out.join('')).find((r) => !all.some((w) => samePiece(r, w)));
+    if (wrong !== undefined) throw new DetectedFailure(wrong.kind, AMBIGUOUS);
+  }
+
+  /**
+   * Mask, Anonymise, Encrypt and Restrict of text split by markup: protectCovering's rule for every
+   * reader of it — each piece alone (a DOM's text nodes, SAX events) and the joined text
+   * (ElementTree). The readings of all of them, with those the scanner left out for an overlapping
+   * one, are protected, each in the piece where it starts; the output is read again the same ways,
+   * and a value found there that is not one protected text on its own becomes a span too (merged
+   * with those it touches), at most MAX_COVER_ROUNDS rounds, then the value fails closed.
+   */
+  private coverPieces(pieces: readonly string[]): string[] {
+    const joined = pieces.join('');
+    const starts: number[] = [];
+    let offset = 0;
+    for (const piece of pieces) {
+      starts.push(offset);
+      offset += piece.length;
+    }
+    const found: DetectedSpan[] = [];
+    for (const [text, from] of [...pieces.map((piece, i) => [piece, starts[i]] as const), [joined, 0] as const]) {
+      const { spans, overlapped } = this.scanner.scanWithOverlapped(text);
+      for (const s of [...spans, ...overlapped]) found.push({ start: s.start + from, end: s.end + from, kind: s.kind });
+    }
+    if (found.length === 0) return pieces.slice();
+    const before = this.run.summary.protected;
+    const done = new Map<string, string>();
+    let current: readonly CoverSpan[] = unionSpans([], distinctReadings(found));
+    for (let round = 0; ; round++) {
+      const out = pieces.map(() => '');
+      /** Per span: where its protected text starts and ends in the joined output. */
+      const placed: number[] = [];
+      let length = 0;
+      const copy = (from: number, to: number): void => {
+        for (let i = 0; i < pieces.length && from < to; i++) {
+          const end = starts[i] + pieces[i].length;
+          if (from >= end) continue;
+          const upTo = Math.min(to, end);
+          out[i] += joined.slice(from, upTo);
+          length += upTo - from;
+          from = upTo;
+        }
+      };
+      let at = 0;
+      for (const span of current) {
+        copy(at, span.start);
+        let home = 0;
+        while (starts[home] + pieces[home].length <= span.start) home++;
+        const key = `${span.start}:${span.end}:${span.kind}`;
+        let protectedText = done.get(key);
+        if (protectedText === undefined) done.set(key, (protectedText = this.protectMerged(joined.slice(span.start, span.end), span)));
+        placed.push(length);
+        out[home] += protectedText;
+        length += protectedText.length;
+        placed.push(length);
+        at = span.end;
+      }
+      copy(at, joined.length);
+      const read: DetectedSpan[] = [...this.scanner.scan(out.join(''))];
+      let o = 0;
+      for (const piece of out) {
+        for (const s of this.scanner.scan(piece)) read.push({ start: s.start + o, end: s.end + o, kind: s.kind });
+        o += piece.length;
+      }
+      const uncovered = uncoveredReadings(distinctReadings(read), current, placed, this.kinds);
+      if (uncovered === undefined || (uncovered.length > 0 && round + 1 >= MAX_COVER_ROUNDS)) throw new DetectedFailure(current[0].kind, NOT_COVERED);
+      if (uncovered.length === 0) {
+        this.run.summary.protected = before + current.length;
+        return out;
+      }
+      current = unionSpans(current, uncovered);
+    }
   }
 
   /** Detected values (forward), or tokens and pseudonyms (reverse) in one text; whole ones only without inText. */
@@ -914,6 +1020,17 @@ function shiftHead(spans: readonly ReversePiece[], length: number, kind: Reverse
   const out: ReversePiece[] = kind === undefined ? [] : [{ start: 0, end: length, kind }];
   for (const s of spans) if (s.start + length < WINDOW) out.push(shift(s, length));
   return out;
+}
+
+/** Readings found by more than one reader (a piece and the joined text), once each. */
+function distinctReadings(found: readonly DetectedSpan[]): DetectedSpan[] {
+  const seen = new Set<string>();
+  return found.filter((f) => {
+    const key = `${f.start}:${f.end}:${f.kind}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /** A piece moved by `by` characters. */

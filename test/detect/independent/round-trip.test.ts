@@ -9,7 +9,8 @@
 //
 // The `00` number written as one group (`00599318xxxx`, Sint Eustatius) that detection takes only
 // when valid in its country's plan, once refused here (its FF1 pseudonym was rarely valid there),
-// now walks among the plan's valid endings (detected/phone.ts): no text may be refused.
+// is now ranked among the plan's numbers (detected/phone.ts): no text may be refused. Every phone
+// of the corpus must also get a pseudonym libphonenumber-js calls valid, of its country and type.
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,12 +21,14 @@ import { DEFAULT_MANIFESTS, job, testEngine } from '../../helpers/engine.ts';
 import { DpgError } from '../../../src/core/errors.ts';
 import type { ProtectionEngine } from '../../../src/engine/engine.ts';
 import { buildIndependentCorpus, CORPUS_REGIONS } from './generate.ts';
+import { assertValidPseudonyms } from '../phone-validity.ts';
 
 interface PresidioFile {
   readonly cases: readonly { test: string; text: string }[];
 }
 
-const generated = buildIndependentCorpus().map((r) => r.text);
+const corpus = buildIndependentCorpus();
+const generated = corpus.map((r) => r.text);
 const presidio = (JSON.parse(readFileSync(new URL('./presidio-cases.json', import.meta.url), 'utf8')) as PresidioFile).cases.map((c) => c.text);
 
 type Pair = readonly ['Pseudonymise', 'Reconstruct'] | readonly ['Encrypt', 'Decrypt'];
@@ -76,7 +79,7 @@ function engines(): [string, ProtectionEngine][] {
 }
 
 describe('round trip on the independent corpus: the identity on every text', () => {
-  it('short international numbers (four national digits, valid in their plan) are shuffled, not refused', () => {
+  it('short international numbers (four national digits, valid in their plan) are pseudonymised, not refused', () => {
     const [, engine] = engines()[0];
     const notes = (jobType: 'Pseudonymise' | 'Reconstruct', text: string): string =>
       (engine.protectDocument(job('customer', jobType), { notes: text }).dataSet as { notes: string }).notes;
@@ -85,6 +88,13 @@ describe('round trip on the independent corpus: the identity on every text', () 
       assert.notEqual(p, text);
       assert.equal(notes('Reconstruct', p), text);
     }
+  });
+
+  it('phone pseudonyms: every number valid in its plan gets a valid number of its country and type (issue 17, item 5)', () => {
+    // The phone scheme alone, under detect.phoneRegions = the corpus regions (test/detect/phone-validity.ts).
+    const phones = corpus.flatMap((r) => r.spans.filter((s) => s.kind === 'phone').map((s) => r.text.slice(s.start, s.end)));
+    const m = assertValidPseudonyms('independent corpus', phones);
+    assert.ok(phones.length > 900 && m.valid > phones.length * 0.95, `${m.valid} of ${phones.length} valid in their plan: the corpus is what it says`);
   });
 
   for (const [name, engine] of engines()) {

@@ -83,9 +83,16 @@ function ruleScheme(technique: BoundTechnique): KindScheme {
 
 /**
  * The scheme for detected values of `kind` under `keys`; `technique` is the kind's bound
- * Pseudonymise rule, used as it is for emails and IBANs.
+ * Pseudonymise rule, used as it is for emails and IBANs. `phoneRegions` (detect.phoneRegions):
+ * the plans national phone writings are placed in.
  */
-export function detectedScheme(kind: DetectKind, keys: FieldKeys, technique: BoundTechnique, options: DetectedOptions | undefined): KindScheme {
+export function detectedScheme(
+  kind: DetectKind,
+  keys: FieldKeys,
+  technique: BoundTechnique,
+  options: DetectedOptions | undefined,
+  phoneRegions: readonly string[] = [],
+): KindScheme {
   const key = keys.active('ff1').key;
   const tweaks = new DetectedTweaks(keys.scope);
   switch (kind) {
@@ -94,7 +101,7 @@ export function detectedScheme(kind: DetectKind, keys: FieldKeys, technique: Bou
     case 'ssn':
       return textScheme(new SsnScheme(ff1For(key, 2), tweaks));
     case 'phone':
-      return textScheme(new PhoneScheme(ff1For(key, 10), ff1For(key, 2), tweaks, key));
+      return textScheme(new PhoneScheme(ff1For(key, 10), ff1For(key, 2), tweaks, key, phoneRegions));
     case 'ipAddress':
       return textScheme(new IpScheme(ff1For(key, 256), ff1For(key, 16), tweaks, new TweakCache(keys.scope).forShape('ipv4')));
     default:

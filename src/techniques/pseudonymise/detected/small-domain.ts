@@ -4,11 +4,13 @@
 // per key and layout — Fisher-Yates, each swap drawn without bias (rejection sampling) from an
 // AES-256-CTR stream under a key derived by HMAC-SHA-256 from the field's FF1 key and the tweak, so
 // FF1's own key is never used in another mode — and a value is then one table lookup each way.
-// Tables are 8 bytes a value (800 KB for 10^5), kept per key (weakly) and at most 8 per key.
+// Tables are 8 bytes a value (800 KB for 10^5), kept per key (weakly): at most 2^21 values (16 MB)
+// per key, the oldest dropped first — phone plans of many small countries each have their own
+// layouts (detected/phone.ts), and a body mixing them must not rebuild a table per value.
 
 import { createCipheriv, createHmac } from 'node:crypto';
 
-const MAX_TABLES_PER_KEY = 8;
+const MAX_VALUES_PER_KEY = 1 << 21;
 const LABEL = 'dpg small-domain permutation v1';
 const CHUNK = 65536;
 
@@ -58,7 +60,13 @@ export function smallDomainPermute(key: Uint8Array, tweak: Uint8Array, size: num
   const id = `${size}:${Buffer.from(tweak).toString('base64')}`;
   let table = byTweak.get(id);
   if (table === undefined) {
-    if (byTweak.size >= MAX_TABLES_PER_KEY) byTweak.delete(byTweak.keys().next().value as string);
+    let held = size;
+    for (const t of byTweak.values()) held += t.forward.length;
+    for (const [oldest, t] of byTweak) {
+      if (held <= MAX_VALUES_PER_KEY) break;
+      held -= t.forward.length;
+      byTweak.delete(oldest);
+    }
     table = build(key, tweak, size);
     byTweak.set(id, table);
   }
