@@ -4,6 +4,7 @@
 // Inputs that failed once are kept as fixtures (test/fuzz/fixtures/<target>.json) and replayed first.
 
 import { readFileSync, existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import fc from 'fast-check';
 import { DpgError } from '../../src/core/errors.ts';
@@ -66,6 +67,10 @@ export interface RunReport {
   readonly inputs: number;
   readonly fixtures: number;
   readonly ms: number;
+  /** CPU time of the process over the generated inputs (fixtures excluded): the cost per input is cpuMs / inputs. */
+  readonly cpuMs: number;
+  /** Load average (1 min) when the target started and when it ended: the share of a core it got depends on it. */
+  readonly load: readonly [number, number];
   /** The slowest input, wall clock and CPU (the 1 s bound applies to CPU time). */
   readonly maxInputMs: number;
   readonly maxInputCpuMs: number;
@@ -95,6 +100,11 @@ export function fixturesOf(name: string): unknown[] {
   return (JSON.parse(readFileSync(file, 'utf8')) as unknown[]).map(fromFixture);
 }
 
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 export function runTarget<T>(target: FuzzTarget<T>, options: RunOptions): RunReport {
   const seed = options.seed ?? Date.now() % 2 ** 31;
   const maxRss = options.maxRssBytes ?? 1024 * 1024 * 1024;
@@ -109,6 +119,8 @@ export function runTarget<T>(target: FuzzTarget<T>, options: RunOptions): RunRep
   for (const input of fixtures) target.check(input);
 
   const known: Record<string, number> = {};
+  const load0 = loadavg()[0]!;
+  const cpuStart = process.cpuUsage();
   const property = fc.property(target.arbitrary, (input) => {
     const t0 = options.timed ? performance.now() : 0;
     const cpu0 = options.timed ? process.cpuUsage() : undefined;
@@ -120,8 +132,7 @@ export function runTarget<T>(target: FuzzTarget<T>, options: RunOptions): RunRep
     }
     if (cpu0 !== undefined) {
       const ms = performance.now() - t0;
-      const used = process.cpuUsage(cpu0);
-      const cpuMs = (used.user + used.system) / 1000;
+      const cpuMs = cpuMsSince(cpu0);
       if (ms > maxInputMs) maxInputMs = ms;
       if (cpuMs > maxInputCpuMs) maxInputCpuMs = cpuMs;
       // The bound is on CPU time: on a shared machine wall time also counts the waits for a core.
@@ -162,6 +173,8 @@ export function runTarget<T>(target: FuzzTarget<T>, options: RunOptions): RunRep
     inputs,
     fixtures: fixtures.length,
     ms: performance.now() - started,
+    cpuMs: cpuMsSince(cpuStart),
+    load: [load0, loadavg()[0]!],
     failures,
     maxInputMs,
     maxInputCpuMs,

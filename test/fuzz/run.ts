@@ -50,7 +50,7 @@ for (const t of targets) {
   });
   reports.push(report);
   console.log(
-    `${t.name.padEnd(16)} inputs ${report.inputs.toLocaleString('en').padStart(9)}  ${(report.ms / 1000).toFixed(1).padStart(7)} s  failures ${report.failures}  max input ${report.maxInputMs.toFixed(1)} ms (CPU ${report.maxInputCpuMs.toFixed(1)} ms)  peak RSS ${mib(report.peakRssBytes)} MiB  seed ${report.seed}`,
+    `${t.name.padEnd(16)} inputs ${report.inputs.toLocaleString('en').padStart(9)}  ${(report.ms / 1000).toFixed(1).padStart(7)} s  CPU ${(report.cpuMs / Math.max(1, report.inputs)).toFixed(3)} ms/input  load ${report.load.map((l) => l.toFixed(1)).join('→')}  failures ${report.failures}  max input ${report.maxInputMs.toFixed(1)} ms (CPU ${report.maxInputCpuMs.toFixed(1)} ms)  peak RSS ${mib(report.peakRssBytes)} MiB  seed ${report.seed}`,
   );
   for (const [label, n] of Object.entries(report.known)) console.log(`  known issue, ${n.toLocaleString('en')} input(s): ${label}`);
   for (const [i, c] of (report.counterexamples ?? []).entries()) console.log(`  FAILED on ${c}\n  ${report.errors?.[i]?.split('\n').slice(0, 8).join('\n  ')}`);

@@ -175,9 +175,40 @@ export function observeSqlReads(observer: ((sql: string, dialect: SqlDialect, li
   readObserver = observer;
 }
 
+/** A test's memo of reads (see memoSqlReads): each script, dialect and route read once. */
+let readMemo: Map<string, { readonly limits: SqlLimits; readonly read: SqlScript | DpgError }> | undefined;
+
+/**
+ * Lets the SQL fuzz targets (test/fuzz/targets/sql.ts) read each generated script once per route:
+ * the engine reads the same text again for Mask, Pseudonymise and Encrypt, and a read is a pure
+ * function of its arguments whose result nothing changes. A refusal is remembered too. The test
+ * empties the map between inputs; undefined stops it. The gateway never sets it.
+ */
+export function memoSqlReads(memo: Map<string, { readonly limits: SqlLimits; readonly read: SqlScript | DpgError }> | undefined): void {
+  readMemo = memo;
+}
+
 /** Tokenizes, parses and lines the two up. Throws MALFORMED_DATA_SET / PAYLOAD_TOO_LARGE. */
 export function readSqlScript(sql: string, dialect: SqlDialect, limits: SqlLimits = DEFAULT_SQL_LIMITS, route: SqlRoute = 'auto'): SqlScript {
   if (route === 'auto') readObserver?.(sql, dialect, limits);
+  if (readMemo === undefined) return readScript(sql, dialect, limits, route);
+  const key = `${route}\u0000${dialect.name}\u0000${sql}`;
+  const memo = readMemo.get(key);
+  if (memo !== undefined && memo.limits === limits) {
+    if (memo.read instanceof DpgError) throw memo.read;
+    return memo.read;
+  }
+  try {
+    const read = readScript(sql, dialect, limits, route);
+    readMemo.set(key, { limits, read });
+    return read;
+  } catch (err) {
+    if (err instanceof DpgError) readMemo.set(key, { limits, read: err });
+    throw err;
+  }
+}
+
+function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: SqlRoute): SqlScript {
   if (sql.length > limits.maxLength) {
     throw new DpgError('PAYLOAD_TOO_LARGE', `SQL script is longer than ${limits.maxLength} characters`);
   }

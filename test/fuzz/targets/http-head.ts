@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { peekHttpHead } from '../../../src/proxy/transparent/http-head.ts';
 import type { FuzzTarget } from '../harness.ts';
+import { anyCodePoints } from './code-points.ts';
 
 const MAX_HEAD = 16 * 1024;
 const eol = fc.constantFrom('\r\n', '\r\n', '\n', '\r', '\r\r\n');
@@ -26,7 +27,7 @@ const headArb = fc
     fc.array(fc.tuple(line, eol), { maxLength: 6 }),
     eol,
     eol,
-    fc.string({ unit: 'binary', maxLength: 8 }),
+    anyCodePoints(8),
   )
   .map(([lead, method, s, target, version, headers, e1, e2, body]) => {
     const requestLine = `${lead}${method}${s}${target}${version === undefined ? '' : version.join('')}${e1}`;
