@@ -22,6 +22,17 @@ export function createFieldFormatter(delimiter: string): (value: string) => stri
   return (value) => (needsQuotes.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
 }
 
+/**
+ * The header line's formatter: also quotes a name holding any delimiter a reader may guess from
+ * the header (`,` `;` tab `|`: the LIST reader's candidates, and spreadsheet importers'). Left bare,
+ * a name such as `a|b` in a comma-separated table is read back as two columns under `|`, and the
+ * written table no longer reads as the one that was protected.
+ */
+export function createHeaderFormatter(delimiter: string): (value: string) => string {
+  const needsQuotes = new RegExp(`["\\r\\n,;\\t|${escapeForCharClass(delimiter)}]`);
+  return (value) => (needsQuotes.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
+}
+
 /** One row as CSV text, without a line terminator. */
 export function formatCsvRow(fields: readonly string[], format: (value: string) => string, delimiter: string): string {
   let line = '';
@@ -57,7 +68,7 @@ export function createFlatTableCsvStream(table: FlatTable, options: FlatTableCsv
         if (!started) {
           started = true;
           if (dialect.bom) text += UTF8_BOM;
-          text += formatCsvRow(table.columns, format, dialect.delimiter) + dialect.eol;
+          text += formatCsvRow(table.columns, createHeaderFormatter(dialect.delimiter), dialect.delimiter) + dialect.eol;
         }
         for (let k = 0; k < rowsPerChunk && !done; k++) {
           const next = rows.next();
@@ -80,7 +91,7 @@ export function createFlatTableCsvStream(table: FlatTable, options: FlatTableCsv
 export function flatTableToCsv(table: FlatTable, dialect: CsvDialect = RFC4180_DIALECT): string {
   const format = createFieldFormatter(dialect.delimiter);
   const width = table.columns.length;
-  let text = (dialect.bom ? UTF8_BOM : '') + formatCsvRow(table.columns, format, dialect.delimiter) + dialect.eol;
+  let text = (dialect.bom ? UTF8_BOM : '') + formatCsvRow(table.columns, createHeaderFormatter(dialect.delimiter), dialect.delimiter) + dialect.eol;
   for (const row of table.rows) text += formatCsvRow(fitRow(row, width), format, dialect.delimiter) + dialect.eol;
   return text;
 }

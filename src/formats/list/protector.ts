@@ -7,7 +7,7 @@ import { DpgError } from '../../core/errors.ts';
 import type { Scalar } from '../../core/types.ts';
 import type { FieldAction, FieldResolver } from '../codec.ts';
 import { CsvTokenizer, type CsvLayout, type CsvRecordSink, type CsvTokenizerOptions } from './csv-tokenizer.ts';
-import { UTF8_BOM, createFieldFormatter } from './csv-writer.ts';
+import { UTF8_BOM, createFieldFormatter, createHeaderFormatter } from './csv-writer.ts';
 
 export interface ListOptions extends CsvTokenizerOptions {
   /** Data rows protected together, one applyBatch call per protected column (default 256). */
@@ -136,7 +136,7 @@ export class ListProtector implements CsvRecordSink {
       if (action !== undefined) this.protectedColumns.push({ index, name, action });
     }
     this.allKept = this.keptColumns.length === header.length;
-    this.out += this.formatRow(header) + this.eolOf(terminated);
+    this.out += this.formatRow(header, createHeaderFormatter(this.delimiter)) + this.eolOf(terminated);
   }
 
   private flushBatch(): void {
@@ -156,8 +156,7 @@ export class ListProtector implements CsvRecordSink {
     this.batchLines = [];
   }
 
-  private formatRow(fields: readonly string[]): string {
-    const format = this.format;
+  private formatRow(fields: readonly string[], format = this.format): string {
     const delimiter = this.delimiter;
     let line = '';
     if (this.allKept) {
