@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { DpgError } from '../../core/errors.ts';
-import { RFC4180_DIALECT, UTF8_BOM, createFieldFormatter, formatCsvRow, type CsvDialect } from '../list/csv-writer.ts';
+import { RFC4180_DIALECT, UTF8_BOM, createFieldFormatter, createHeaderFormatter, formatCsvRow, type CsvDialect } from '../list/csv-writer.ts';
 import { ColumnSet, DEFAULT_FLATTEN_LIMITS, denseRow, flattenTextRow, type FlattenLimits, type SparseRow } from './flatten.ts';
 
 export interface JsonStreamFlattenOptions extends FlattenLimits {
@@ -72,7 +72,7 @@ function csvOutput(columns: readonly string[], spool: RowSpool, dialect: CsvDial
   const width = columns.length;
   async function* lines(): AsyncGenerator<Buffer> {
     try {
-      let text = (dialect.bom ? UTF8_BOM : '') + formatCsvRow(columns, format, dialect.delimiter) + dialect.eol;
+      let text = (dialect.bom ? UTF8_BOM : '') + formatCsvRow(columns, createHeaderFormatter(dialect.delimiter), dialect.delimiter) + dialect.eol;
       for await (const row of spool.rows()) {
         text += formatCsvRow(denseRow(row, width), format, dialect.delimiter) + dialect.eol;
         if (text.length >= OUTPUT_CHUNK_CHARS) {

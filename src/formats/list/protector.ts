@@ -45,6 +45,8 @@ export class ListProtector implements CsvRecordSink {
   private protectedColumns: ProtectedColumn[] = [];
   private format: (value: string) => string = (v) => v;
   private delimiter = ',';
+  /** The delimiter was guessed from the header (none declared): the header must read the same way again. */
+  private readonly delimiterGuessed: boolean;
   private eol = '\n';
 
   private batch: string[][] = [];
@@ -58,6 +60,7 @@ export class ListProtector implements CsvRecordSink {
     this.tokenizer = new CsvTokenizer(this, options);
     this.batchRows = Math.max(1, options.batchRows ?? 256);
     this.beforeRelease = options.beforeRelease;
+    this.delimiterGuessed = options.delimiter === undefined;
   }
 
   /** Data rows seen so far (header and blank lines excluded). */
@@ -136,7 +139,9 @@ export class ListProtector implements CsvRecordSink {
       if (action !== undefined) this.protectedColumns.push({ index, name, action });
     }
     this.allKept = this.keptColumns.length === header.length;
-    this.out += this.formatRow(header, createHeaderFormatter(this.delimiter)) + this.eolOf(terminated);
+    // A guessed delimiter is guessed again from this header by whoever reads the output: a name holding
+    // another candidate delimiter is quoted so the guess cannot change. A declared one needs nothing more.
+    this.out += this.formatRow(header, this.delimiterGuessed ? createHeaderFormatter(this.delimiter) : this.format) + this.eolOf(terminated);
   }
 
   private flushBatch(): void {
