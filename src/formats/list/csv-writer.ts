@@ -18,8 +18,7 @@ export const UTF8_BOM = '\ufeff';
 
 /** Returns a function that quotes a field when it holds the delimiter, a quote or a line break. */
 export function createFieldFormatter(delimiter: string): (value: string) => string {
-  const needsQuotes = new RegExp(`["\\r\\n${escapeForCharClass(delimiter)}]`);
-  return (value) => (needsQuotes.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
+  return quotingWhenHolding(`"\\r\\n${escapeForCharClass(delimiter)}`);
 }
 
 /**
@@ -29,7 +28,12 @@ export function createFieldFormatter(delimiter: string): (value: string) => stri
  * written table no longer reads as the one that was protected.
  */
 export function createHeaderFormatter(delimiter: string): (value: string) => string {
-  const needsQuotes = new RegExp(`["\\r\\n,;\\t|${escapeForCharClass(delimiter)}]`);
+  return quotingWhenHolding(`"\\r\\n,;\\t|${escapeForCharClass(delimiter)}`);
+}
+
+/** A formatter that quotes (doubling inner quotes) a field holding any character of `charClass`. */
+function quotingWhenHolding(charClass: string): (value: string) => string {
+  const needsQuotes = new RegExp(`[${charClass}]`);
   return (value) => (needsQuotes.test(value) ? `"${value.replaceAll('"', '""')}"` : value);
 }
 
