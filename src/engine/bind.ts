@@ -51,6 +51,20 @@ export class RunState {
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
   }
 
+  /**
+   * Where the counts stand, to settle a text whose spans were protected more than once (merged
+   * readings, round after round): `settleDetected` then counts each final span once.
+   */
+  detectedMark(): { readonly protected: number; readonly detected: ReadonlyMap<DetectKind, number> | undefined } {
+    return { protected: this.summary.protected, detected: this.detected === undefined ? undefined : new Map(this.detected) };
+  }
+
+  settleDetected(mark: ReturnType<RunState['detectedMark']>, kinds: Iterable<DetectKind>): void {
+    this.summary.protected = mark.protected;
+    this.detected = mark.detected === undefined ? undefined : new Map(mark.detected);
+    for (const kind of kinds) this.detectedDone(kind);
+  }
+
   fail(location: string | (() => string), reason: string, hint?: string): string {
     this.summary.failed++;
     if (hint !== undefined && this.hints.size < MAX_HINTS) this.hints.add(hint);

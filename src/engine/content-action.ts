@@ -313,7 +313,7 @@ export class ContentFieldAction implements FieldAction {
    * glued cost one more scan and come out as before.
    */
   private protectCovering(text: string, spans: readonly CoverSpan[]): string {
-    const before = this.run.summary.protected;
+    const mark = this.run.detectedMark();
     const done = new Map<string, string>();
     let current: readonly CoverSpan[] = spans;
     for (let round = 0; ; round++) {
@@ -335,7 +335,8 @@ export class ContentFieldAction implements FieldAction {
       const uncovered = uncoveredReadings(this.scanner.scan(out), current, placed, this.kinds);
       if (uncovered === undefined || (uncovered.length > 0 && round + 1 >= MAX_COVER_ROUNDS)) throw new DetectedFailure(current[0].kind, NOT_COVERED);
       if (uncovered.length === 0) {
-        this.run.summary.protected = before + current.length;
+        // Spans protected in earlier rounds or under several kinds count once each, as their kind.
+        this.run.settleDetected(mark, current.map((span) => span.kind));
         return out;
       }
       current = unionSpans(current, uncovered);

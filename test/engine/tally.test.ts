@@ -52,6 +52,16 @@ describe('the engine tally', () => {
     assert.equal(detected('Mask', 'card') - before.card, 1);
   });
 
+  it('counts a text whose readings were merged and protected again once per final value', () => {
+    // Two phone readings sharing a digit group are protected, scanned again and merged: a span protected in
+    // an earlier round or under several kinds still counts once, like the request's summary.
+    const sum = (): number => readTally().detected.filter((d) => d.jobType === 'Mask').reduce((a, d) => a + d.count, 0);
+    const before = sum();
+    const out = inline.protectDocument(job('Mask'), { customers: [{ notes: 'call 415-555-0132 555 0199' }] });
+    assert.ok(out.summary.protected > 0);
+    assert.equal(sum() - before, out.summary.protected, JSON.stringify(readTally().detected));
+  });
+
   it('counts nothing for a request that failed', () => {
     const before = JSON.stringify(readTally());
     // A Reconstruct of values that are no pseudonyms of these keys fails (not silent).
