@@ -108,7 +108,11 @@ class TextProtector {
     this.pendingLast = [];
     const out = action.applyBatch(values, (k) => locationOf(trails[k], lasts[k]));
     for (let k = 0; k < values.length; k++) {
-      if (!Object.is(out[k], values[k])) this.edit(spans[2 * k], spans[2 * k + 1], encodeScalar(out[k], false));
+      const after = out[k];
+      if (Object.is(after, values[k])) continue;
+      const start = spans[2 * k];
+      const end = spans[2 * k + 1];
+      this.edit(start, end, typeof after === 'string' ? rewrittenString(this.text, start, end, values[k], after) : encodeScalar(after, false));
     }
   }
 
@@ -170,7 +174,8 @@ class TextProtector {
     this.scalarLast = last;
     const out = action.apply(value, this.scalarLocation);
     if (Object.is(out, value)) return;
-    this.edit(start, end, encodeScalar(out, numberAsText));
+    const stringToString = typeof value === 'string' && !numberAsText && typeof out === 'string';
+    this.edit(start, end, stringToString ? rewrittenString(this.text, start, end, value, out) : encodeScalar(out, numberAsText));
   }
 
   /**
@@ -184,13 +189,7 @@ class TextProtector {
     const inner = embeddedProtector(value, this.resolver, this.reader.limits.maxDepth - depth, last === undefined ? this.trail : [...this.trail, last]);
     if (inner === undefined) return false;
     // Inner offsets count decoded characters; the string token has escapes (`\"` is one character).
-    const text = this.text;
-    let raw = start + 1;
-    let decoded = 0;
-    const toRaw = (target: number): number => {
-      for (; decoded < target; decoded++) raw += text.charCodeAt(raw) !== 92 ? 1 : text.charCodeAt(raw + 1) === 117 ? 6 : 2;
-      return raw;
-    };
+    const toRaw = rawOffsets(this.text, start);
     for (let k = 0; k < inner.editTexts.length; k++) {
       const from = toRaw(inner.editSpans[2 * k]);
       this.edit(from, toRaw(inner.editSpans[2 * k + 1]), JSON.stringify(inner.editTexts[k]).slice(1, -1));
@@ -359,4 +358,44 @@ function embeddedProtector(value: string, resolver: FieldResolver, maxDepth: num
 export function protectEmbeddedJson(value: string, resolver: FieldResolver, maxDepth: number, trail: () => readonly (string | number)[]): string | undefined {
   if (!looksLikeDocument(value)) return undefined;
   return embeddedProtector(value, resolver, maxDepth, trail())?.output();
+}
+
+const isHigh = (c: number): boolean => c >= 0xd800 && c <= 0xdbff;
+const isLow = (c: number): boolean => c >= 0xdc00 && c <= 0xdfff;
+
+/**
+ * The string token `text[start, end)`, whose value was `before`, rewritten to hold `after`: the
+ * characters both share at the start and at the end keep the client's writing (its escapes, a raw
+ * lone surrogate), and only what changed between them is written, escaped as JSON.stringify does.
+ * A rule that protects a card inside a note then changes the card's bytes only, and Reconstruct
+ * gives back the exact bytes (re-escaping the whole string wrote `\ud800` for a raw lone surrogate:
+ * the same value to a parser, other bytes). A surrogate pair is never split between kept and
+ * written parts.
+ */
+export function rewrittenString(text: string, start: number, end: number, before: string, after: string): string {
+  const shorter = Math.min(before.length, after.length);
+  let prefix = 0;
+  while (prefix < shorter && before.charCodeAt(prefix) === after.charCodeAt(prefix)) prefix++;
+  if (prefix > 0 && isHigh(before.charCodeAt(prefix - 1)) && (isLow(before.charCodeAt(prefix)) || isLow(after.charCodeAt(prefix)))) prefix--;
+  let suffix = 0;
+  while (suffix < shorter - prefix && before.charCodeAt(before.length - 1 - suffix) === after.charCodeAt(after.length - 1 - suffix)) suffix++;
+  if (suffix > 0 && isLow(before.charCodeAt(before.length - suffix)) && (isHigh(before.charCodeAt(before.length - suffix - 1)) || isHigh(after.charCodeAt(after.length - suffix - 1)))) suffix--;
+  if (prefix === 0 && suffix === 0) return JSON.stringify(after);
+  const toRaw = rawOffsets(text, start);
+  const keptHead = toRaw(prefix);
+  const keptTail = toRaw(before.length - suffix);
+  return text.slice(start, keptHead) + JSON.stringify(after.slice(prefix, after.length - suffix)).slice(1, -1) + text.slice(keptTail, end);
+}
+
+/**
+ * Offsets in the string token starting at `start` of its decoded characters, asked in increasing
+ * order: an escape is 2 characters, `\uXXXX` 6, any other 1.
+ */
+function rawOffsets(text: string, start: number): (decodedIndex: number) => number {
+  let raw = start + 1;
+  let decoded = 0;
+  return (target) => {
+    for (; decoded < target; decoded++) raw += text.charCodeAt(raw) !== 92 ? 1 : text.charCodeAt(raw + 1) === 117 ? 6 : 2;
+    return raw;
+  };
 }
