@@ -35,8 +35,12 @@ export function decodeWriting(sql: string, token: SqlToken, dialect: SqlDialect)
  */
 export function readsAsWritten(sql: string, token: SqlToken): boolean {
   if (token.kind !== 'string' || (token.prefix !== '' && token.prefix !== 'N')) return false;
-  const quote = token.quote.charCodeAt(0);
-  for (let i = token.contentStart; i < token.contentEnd; i++) {
+  return writtenPlainly(sql, token.contentStart, token.contentEnd, token.quote.charCodeAt(0));
+}
+
+/** sql[from, to) holds neither a backslash nor the quote (its character code): the test of readsAsWritten. */
+export function writtenPlainly(sql: string, from: number, to: number, quote: number): boolean {
+  for (let i = from; i < to; i++) {
     const c = sql.charCodeAt(i);
     if (c === 92 || c === quote) return false;
   }

@@ -28,7 +28,7 @@ function literal(d: SqlDialect, content: string, form: number): string {
 /** The string token of `SELECT <literal>`, or undefined where the dialect refuses the writing. */
 function stringToken(d: SqlDialect, sql: string): SqlToken | undefined {
   try {
-    const t = tokenizeSql(sql, d, new SourcePositions(sql), { maxDepth: 8 }).tokens[1];
+    const t = tokenizeSql(sql, d, new SourcePositions(sql), { maxDepth: 8 }).tokens.token(1);
     return t?.kind === 'string' ? t : undefined;
   } catch {
     return undefined;
