@@ -7,7 +7,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
 import { UNNAMED, type SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
-import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, rewriteString, styleOf, writtenPlainly } from './literals.ts';
+import { binaryBytes, binaryBytesAt, binaryTexts, decodeNumber, decodeString, decodeStringAt, encodeLiteral, rewriteStringAt, styleOf } from './literals.ts';
 import {
   DEFAULT_SQL_LIMITS,
   readSqlScript,
@@ -66,11 +66,7 @@ export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
     case 'name':
       return tokens.text(k);
     default:
-      // Most literals have no prefix and nothing escaped: their value is their content, with no token object made.
-      if (tokens.textIds[k] === 0 && tokens.quotes[k] !== 36 && writtenPlainly(script.sql, tokens.contentStarts[k], tokens.contentEnds[k], tokens.quotes[k])) {
-        return script.sql.slice(tokens.contentStarts[k], tokens.contentEnds[k]);
-      }
-      return decodeString(script.sql, tokens.token(k)!, script.dialect);
+      return decodeStringAt(tokens, k, script.dialect);
   }
 }
 
@@ -372,7 +368,7 @@ class ScriptProtector {
 
   /** A binary literal bound to a protected column: the server turns its bytes into text in a character set the gateway cannot see. */
   private checkText(slot: LiteralSlot, label: string): void {
-    if (binaryBytes(this.sql, this.script.tokens.token(slot.token)!, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
+    if (binaryBytesAt(this.script.tokens, slot.token, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
   }
 
   private binaryRefused(offset: number, what: string): DpgError {
@@ -599,11 +595,12 @@ class ScriptProtector {
       return;
     }
     // A string stays a string written as before wherever the rule left its characters as they were.
-    const token = this.script.tokens.token(slot.token)!;
-    const followed = typeof before === 'string' && typeof after === 'string' && slot.kind !== 'number' && slot.start === token.start && slot.end === token.end
-      ? rewriteString(this.sql, token, before, after, this.dialect)
-      : undefined;
-    this.replace(slot, followed ?? encodeLiteral(after, styleOf(this.sql, token, slot.kind === 'number'), this.dialect));
+    const tokens = this.script.tokens;
+    const followed =
+      typeof before === 'string' && typeof after === 'string' && slot.kind !== 'number' && slot.start === tokens.starts[slot.token] && slot.end === tokens.ends[slot.token]
+        ? rewriteStringAt(tokens, slot.token, before, after, this.dialect)
+        : undefined;
+    this.replace(slot, followed ?? encodeLiteral(after, styleOf(this.sql, tokens.token(slot.token)!, slot.kind === 'number'), this.dialect));
   }
 
   private replace(slot: LiteralSlot, text: string): void {

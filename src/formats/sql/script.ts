@@ -10,7 +10,7 @@ import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { readPlainStatement, type PlainStatement } from './plain-statements.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
-import { decodeString, writtenPlainly } from './literals.ts';
+import { decodeStringAt } from './literals.ts';
 import { CLOSE, DOT, IDENT, NUMBER, OPEN, SEMI, SourcePositions, STRING, tokenizeSql, type SqlToken, type SqlTokens } from './tokenizer.ts';
 
 export interface SqlLimits {
@@ -282,17 +282,14 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
  * server stores is not the one a literal-by-literal reading sees.
  */
 function checkStrings(sql: string, tokens: SqlTokens, dialect: SqlDialect, positions: SourcePositions): void {
-  const { kinds, textIds, quotes, contentStarts, contentEnds } = tokens;
+  const kinds = tokens.kinds;
   for (let k = 0; k < tokens.length; k++) {
     if (kinds[k] !== STRING) continue;
-    // Most strings have no prefix (text index 0) and nothing to unescape: no token object is made for them.
-    if (textIds[k] !== 0 || !writtenPlainly(sql, contentStarts[k], contentEnds[k], quotes[k])) {
-      try {
-        decodeString(sql, tokens.token(k)!, dialect);
-      } catch (err) {
-        if (!(err instanceof EscapeError)) throw err;
-        throw refusedAt(positions, contentStarts[k] + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
-      }
+    try {
+      decodeStringAt(tokens, k, dialect);
+    } catch (err) {
+      if (!(err instanceof EscapeError)) throw err;
+      throw refusedAt(positions, tokens.contentStarts[k] + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
     }
     if (k + 1 < tokens.length && kinds[k + 1] === STRING) {
       throw refusedAt(positions, tokens.starts[k + 1], 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');

@@ -88,7 +88,8 @@ export class SqlTokens {
   /** Every distinct text, '' first. */
   readonly texts: string[] = [''];
   private readonly ids = new Map<string, number>([['', 0]]);
-  private objects: (SqlToken | undefined)[] | undefined;
+  /** Token objects made so far, by index (a map: the few a rule protects are far apart). */
+  private made: Map<number, SqlToken> | undefined;
   private every: SqlToken[] | undefined;
 
   constructor(
@@ -181,21 +182,12 @@ export class SqlTokens {
   /** Token k as an object (made once, then the same object); undefined outside the script. */
   token(k: number): SqlToken | undefined {
     if (k < 0 || k >= this.length) return undefined;
-    this.objects ??= [];
-    let t = this.objects[k];
+    if (this.every !== undefined) return this.every[k];
+    this.made ??= new Map();
+    let t = this.made.get(k);
     if (t === undefined) {
-      t = {
-        kind: KIND_NAMES[this.kinds[k]]!,
-        start: this.starts[k],
-        end: this.ends[k],
-        text: this.text(k),
-        prefix: this.prefix(k),
-        contentStart: this.contentStarts[k],
-        contentEnd: this.contentEnds[k],
-        quote: this.quote(k),
-        condition: this.condition(k),
-      };
-      this.objects[k] = t;
+      t = this.make(k);
+      this.made.set(k, t);
     }
     return t;
   }
@@ -204,10 +196,25 @@ export class SqlTokens {
   all(): readonly SqlToken[] {
     if (this.every === undefined) {
       const every: SqlToken[] = [];
-      for (let k = 0; k < this.length; k++) every.push(this.token(k)!);
+      for (let k = 0; k < this.length; k++) every.push(this.made?.get(k) ?? this.make(k));
       this.every = every;
+      this.made = undefined;
     }
     return this.every;
+  }
+
+  private make(k: number): SqlToken {
+    return {
+      kind: KIND_NAMES[this.kinds[k]]!,
+      start: this.starts[k],
+      end: this.ends[k],
+      text: this.text(k),
+      prefix: this.prefix(k),
+      contentStart: this.contentStarts[k],
+      contentEnd: this.contentEnds[k],
+      quote: this.quote(k),
+      condition: this.condition(k),
+    };
   }
 }
 
