@@ -342,8 +342,7 @@ class PlainReader {
       if (!plainWord(this.sql, start, end)) return undefined;
       const upper = tokens.text(i);
       if (PARSER_RESERVED_WORDS.has(upper)) return undefined;
-      // Written in capitals: the word's kept text is the name as written (no copy).
-      return this.sql.startsWith(upper, start) ? upper : this.sql.slice(start, end);
+      return tokens.written(i);
     }
     if (kind === IDENT) {
       const quote = tokens.quotes[i];

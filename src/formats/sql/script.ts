@@ -224,7 +224,9 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
   // from the parser and stand in the list as bare `set` trees; plain statements (plain-statements.ts)
   // are hidden too and read on their tokens alone.
   const settled = guardScript(sql, dialect, tokens, segments, positions);
-  const plain = new Map<number, PlainStatement>();
+  const reader = new StatementReader(sql, dialect, tokens);
+  // Plain statements are built as soon as they are recognised: what recognition noted dies young.
+  const plain = new Map<number, SqlStatement>();
   // An empty statement (`;;`, a leading `;`) is the parser's to accept or refuse: the script is read as before.
   let semis = 0;
   for (let k = 0; k < tokens.length; k++) if (tokens.kinds[k] === SEMI) semis++;
@@ -233,7 +235,7 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
     segments.forEach((seg, k) => {
       if (settled.has(k)) return;
       const found = readPlainStatement(sql, dialect, tokens, seg.first, seg.end);
-      if (found !== undefined) plain.set(k, found);
+      if (found !== undefined) plain.set(k, reader.readPlain(seg, found));
     });
   }
   const hide = [...hidden];
@@ -254,19 +256,14 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
     }
     if (plain.size > 0 && parsed.length + skipped !== segments.length) return readSqlScript(sql, dialect, limits, 'parser');
   }
-  const sources: (SqlAst | PlainStatement)[] = [];
-  for (let k = 0, p = 0; k < segments.length; k++) sources.push(plain.get(k) ?? (settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
   if (parsed.length + skipped !== segments.length) {
     throw new DpgError(
       'MALFORMED_DATA_SET',
       `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + skipped}); end every statement with ';'`,
     );
   }
-  const reader = new StatementReader(sql, dialect, tokens);
-  const statements = segments.map((seg, k) => {
-    const source = sources[k];
-    return isPlain(source) ? reader.readPlain(seg, source) : reader.read(seg, source);
-  });
+  let p = 0;
+  const statements = segments.map((seg, k) => plain.get(k) ?? reader.read(seg, settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
   const variables = new Map<string, VariableAssignment[]>();
   // A plain statement holds no variable (its values are literals, its names plain): nothing to read there.
   segments.forEach((seg, k) => {
@@ -590,7 +587,7 @@ class StatementReader {
   /** columnName for a plain statement's name or qualified name [a, b) (word or quoted name tokens), on the token arrays. */
   private plainColumn(a: number, b: number): ColumnName {
     const table = this.table;
-    const nameOf = (k: number): string => (table.kinds[k] === IDENT ? table.text(k) : this.sql.slice(table.starts[k], table.ends[k]));
+    const nameOf = (k: number): string => (table.kinds[k] === IDENT ? table.text(k) : table.written(k));
     return { name: nameOf(b - 1), qualifier: b - 3 >= a && table.kinds[b - 2] === DOT ? nameOf(b - 3) : undefined, start: table.starts[a], end: table.ends[b - 1] };
   }
 

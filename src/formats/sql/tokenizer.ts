@@ -91,6 +91,8 @@ export class SqlTokens {
   /** Token objects made so far, by index (a map: the few a rule protects are far apart). */
   private made: Map<number, SqlToken> | undefined;
   private every: SqlToken[] | undefined;
+  /** By text index, the spelling `written` last gave. */
+  private readonly spellings: (string | undefined)[] = [];
 
   constructor(
     /** The script the offsets point into. */
@@ -164,6 +166,21 @@ export class SqlTokens {
     const kind = this.kinds[k];
     if (kind === NUMBER) return this.sql.slice(this.starts[k], this.ends[k]);
     return kind === STRING ? '' : this.texts[this.textIds[k]];
+  }
+
+  /**
+   * Token k's source text, sql[start, end): the same string for every occurrence of a spelling seen
+   * last under its text (a name written the same way in every statement is one string, not a copy each).
+   */
+  written(k: number): string {
+    const start = this.starts[k];
+    const end = this.ends[k];
+    const id = this.textIds[k];
+    const known = this.spellings[id];
+    if (known !== undefined && known.length === end - start && this.sql.startsWith(known, start)) return known;
+    const text = this.sql.slice(start, end);
+    this.spellings[id] = text;
+    return text;
   }
 
   /** SqlToken.prefix of token k ('' but for strings). */
