@@ -7,7 +7,7 @@ import type { Scalar } from '../../core/types.ts';
 import type { CodecOptions, DocumentCodec, FieldAction, FieldResolver } from '../codec.ts';
 import { UNNAMED, type SqlBinding } from './bindings.ts';
 import { sqlDialect, type SqlDialect } from './dialects.ts';
-import { binaryBytes, binaryTexts, decodeNumber, decodeString, encodeLiteral, rewriteString, styleOf } from './literals.ts';
+import { binaryBytes, binaryBytesAt, binaryTexts, decodeNumber, decodeString, decodeStringAt, encodeLiteral, rewriteStringAt, styleOf } from './literals.ts';
 import {
   DEFAULT_SQL_LIMITS,
   readSqlScript,
@@ -39,6 +39,7 @@ export function protectSql(sql: string, resolver: FieldResolver, options: CodecO
     for (const statement of script.statements) if (protector.collectFeeds(statement)) changed = true;
   }
   for (const statement of script.statements) protector.statement(statement);
+  protector.protectPending();
   protector.detectInLiterals();
   return splice(sql, protector.edits);
 }
@@ -53,17 +54,19 @@ export const sqlCodec: DocumentCodec = {
 
 /** Value of a literal as the technique sees it. */
 export function literalValue(script: SqlScript, slot: LiteralSlot): Scalar {
+  const tokens = script.tokens;
+  const k = slot.token;
   switch (slot.kind) {
     case 'null':
       return null;
     case 'bool':
-      return slot.token.text === 'TRUE';
+      return tokens.text(k) === 'TRUE';
     case 'number':
-      return decodeNumber(script.sql.slice(slot.token.start, slot.token.end), slot.negative, script.dialect);
+      return decodeNumber(script.sql.slice(tokens.starts[k], tokens.ends[k]), slot.negative, script.dialect);
     case 'name':
-      return slot.token.text;
+      return tokens.text(k);
     default:
-      return decodeString(script.sql, slot.token, script.dialect);
+      return decodeStringAt(tokens, k, script.dialect);
   }
 }
 
@@ -73,6 +76,8 @@ class ScriptProtector {
   private readonly feeds = new Set<string>();
   private readonly starFeeds = new Set<string>();
   private readonly edited = new Set<number>();
+  /** Literals waiting for their action, by action, in the order they were found (see protectPending). */
+  private readonly pending = new Map<FieldAction, { slots: LiteralSlot[]; values: Scalar[]; labels: string[] }>();
   private readonly actions = new Map<string, FieldAction | undefined>();
   private readonly sql: string;
   private readonly dialect: SqlDialect;
@@ -158,19 +163,12 @@ class ScriptProtector {
         return;
       }
       const label = this.label(st, column, insert.table);
-      const slots: LiteralSlot[] = [];
-      const values: Scalar[] = [];
       items.forEach((item, n) => {
         if (item.literal === undefined || this.edited.has(item.literal.start)) return;
         if (item.literal.kind === 'name') throw this.nameRefused(item.literal, label);
         this.checkText(item.literal, label);
-        slots.push(item.literal);
-        values.push(itemValues[n]);
+        this.enqueue(action, item.literal, itemValues[n], label);
       });
-      if (slots.length > 0) {
-        const results = action.applyBatch(values, (k) => `${label} at ${this.where(slots[k].start)}`);
-        for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
-      }
       for (const item of items) if (item.literal === undefined) this.applyItem(action, item, label);
     });
     if (removed.length === 0) return;
@@ -200,7 +198,7 @@ class ScriptProtector {
     const found = new Map<string, number>();
     for (const cmp of st.comparisons) {
       for (const slot of cmp.slots) {
-        const key = cmp.column.name.toLowerCase() + '\u0000' + tokenLiteralKey(this.sql, slot);
+        const key = cmp.column.name.toLowerCase() + '\u0000' + tokenLiteralKey(this.script.tokens, slot);
         found.set(key, (found.get(key) ?? 0) + 1);
       }
     }
@@ -244,7 +242,9 @@ class ScriptProtector {
     const content = this.resolver.contentAction?.();
     if (content === undefined) return;
     this.checkConcatenations(content);
-    for (const token of this.script.tokens) {
+    const tokens = this.script.tokens.all();
+    for (let k = 0; k < tokens.length; k++) {
+      const token = tokens[k];
       if (this.edited.has(token.start)) continue;
       const bytes = binaryBytes(this.sql, token, this.dialect);
       if (bytes !== undefined) {
@@ -257,11 +257,11 @@ class ScriptProtector {
       let slot: LiteralSlot;
       if (token.kind === 'string') {
         if (token.prefix === 'B') continue; // PostgreSQL bit strings
-        slot = { start: token.start, end: token.end, token, kind: 'string', negative: false };
+        slot = { start: token.start, end: token.end, token: k, kind: 'string', negative: false };
       } else if (token.kind === 'number') {
         // Too short for any detected kind (a hex integer is shorter than its decimal value: always read).
         if (token.end - token.start < 12 && !/^0x/i.test(this.sql.slice(token.start, token.end))) continue;
-        slot = { start: token.start, end: token.end, token, kind: 'number', negative: false };
+        slot = { start: token.start, end: token.end, token: k, kind: 'number', negative: false };
       } else continue;
       const value = literalValue(this.script, slot);
       this.write(slot, value, content.apply(value, () => `literal at ${this.where(slot.start)}`));
@@ -275,7 +275,7 @@ class ScriptProtector {
    * whole than in its pieces the request is refused.
    */
   private checkConcatenations(content: FieldAction): void {
-    const tokens = this.script.tokens;
+    const tokens = this.script.tokens.all();
     const text = (k: number): string | undefined => {
       const t = tokens[k];
       if (t?.kind !== 'string' || binaryBytes(this.sql, t, this.dialect) !== undefined) return undefined;
@@ -368,7 +368,7 @@ class ScriptProtector {
 
   /** A binary literal bound to a protected column: the server turns its bytes into text in a character set the gateway cannot see. */
   private checkText(slot: LiteralSlot, label: string): void {
-    if (binaryBytes(this.sql, slot.token, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
+    if (binaryBytesAt(this.script.tokens, slot.token, this.dialect) !== undefined) throw this.binaryRefused(slot.start, `protected column ${label}`);
   }
 
   private binaryRefused(offset: number, what: string): DpgError {
@@ -554,8 +554,39 @@ class ScriptProtector {
   private applyOne(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
     if (slot.kind === 'name') throw this.nameRefused(slot, label);
     this.checkText(slot, label);
-    const result = action.apply(value, () => `${label} at ${this.where(slot.start)}`);
-    this.write(slot, value, result);
+    this.enqueue(action, slot, value, label);
+  }
+
+  /**
+   * Queues a literal for its action (see protectPending). It counts as handled from here on, as a
+   * written one does: no other rule, and not the detection by content, takes it again.
+   */
+  private enqueue(action: FieldAction, slot: LiteralSlot, value: Scalar, label: string): void {
+    this.edited.add(slot.start);
+    let batch = this.pending.get(action);
+    if (batch === undefined) {
+      batch = { slots: [], values: [], labels: [] };
+      this.pending.set(action, batch);
+    }
+    batch.slots.push(slot);
+    batch.values.push(value);
+    batch.labels.push(label);
+  }
+
+  /**
+   * Protects the queued literals once the whole script is read and checked: one call per action
+   * for the script (a batched cipher such as FF1 runs once for all its values, and a refused
+   * script calls no technique), then each result is written in place.
+   */
+  protectPending(): void {
+    for (const [action, { slots, values, labels }] of this.pending) {
+      const results =
+        slots.length === 1
+          ? [action.apply(values[0], () => `${labels[0]} at ${this.where(slots[0].start)}`)]
+          : action.applyBatch(values, (k) => `${labels[k]} at ${this.where(slots[k].start)}`);
+      for (let k = 0; k < slots.length; k++) this.write(slots[k], values[k], results[k]);
+    }
+    this.pending.clear();
   }
 
   private write(slot: LiteralSlot, before: Scalar, after: Scalar): void {
@@ -564,10 +595,12 @@ class ScriptProtector {
       return;
     }
     // A string stays a string written as before wherever the rule left its characters as they were.
-    const followed = typeof before === 'string' && typeof after === 'string' && slot.kind !== 'number' && slot.start === slot.token.start && slot.end === slot.token.end
-      ? rewriteString(this.sql, slot.token, before, after, this.dialect)
-      : undefined;
-    this.replace(slot, followed ?? encodeLiteral(after, styleOf(this.sql, slot.token, slot.kind === 'number'), this.dialect));
+    const tokens = this.script.tokens;
+    const followed =
+      typeof before === 'string' && typeof after === 'string' && slot.kind !== 'number' && slot.start === tokens.starts[slot.token] && slot.end === tokens.ends[slot.token]
+        ? rewriteStringAt(tokens, slot.token, before, after, this.dialect)
+        : undefined;
+    this.replace(slot, followed ?? encodeLiteral(after, styleOf(this.sql, tokens.token(slot.token)!, slot.kind === 'number'), this.dialect));
   }
 
   private replace(slot: LiteralSlot, text: string): void {

@@ -3,7 +3,7 @@
 import type { Scalar } from '../../core/types.ts';
 import type { SqlDialect } from './dialects.ts';
 import { decodeBigQuery, decodeMysql, decodePostgresEscape, decodePostgresUnicode, decodeSnowflake, hexBytes } from './escapes.ts';
-import type { SqlToken } from './tokenizer.ts';
+import { NUMBER, STRING, type SqlToken, type SqlTokens } from './tokenizer.ts';
 import { keptWriting } from '../kept-writing.ts';
 
 /**
@@ -35,8 +35,23 @@ export function decodeWriting(sql: string, token: SqlToken, dialect: SqlDialect)
  */
 export function readsAsWritten(sql: string, token: SqlToken): boolean {
   if (token.kind !== 'string' || (token.prefix !== '' && token.prefix !== 'N')) return false;
-  const quote = token.quote.charCodeAt(0);
-  for (let i = token.contentStart; i < token.contentEnd; i++) {
+  return writtenPlainly(sql, token.contentStart, token.contentEnd, token.quote.charCodeAt(0));
+}
+
+/**
+ * decodeString of token k (a string), read on the script's token arrays: the token object is made
+ * only for a literal with a prefix other than N, or with a backslash or its quote inside.
+ */
+export function decodeStringAt(tokens: SqlTokens, k: number, dialect: SqlDialect): string {
+  const from = tokens.contentStarts[k];
+  const to = tokens.contentEnds[k];
+  if ((tokens.textIds[k] === 0 || tokens.prefix(k) === 'N') && writtenPlainly(tokens.sql, from, to, tokens.quotes[k])) return tokens.sql.slice(from, to);
+  return decodeString(tokens.sql, tokens.token(k)!, dialect);
+}
+
+/** sql[from, to) holds neither a backslash nor the quote (its character code): the test of readsAsWritten. */
+export function writtenPlainly(sql: string, from: number, to: number, quote: number): boolean {
+  for (let i = from; i < to; i++) {
     const c = sql.charCodeAt(i);
     if (c === 92 || c === quote) return false;
   }
@@ -66,6 +81,16 @@ export function binaryBytes(sql: string, token: SqlToken, dialect: SqlDialect): 
   }
   if (token.prefix === 'B') return bitBytes(content);
   return undefined;
+}
+
+/**
+ * binaryBytes of token k, read on the script's token arrays: the token object is made only for a
+ * string with a prefix other than N, or a number written with a leading 0.
+ */
+export function binaryBytesAt(tokens: SqlTokens, k: number, dialect: SqlDialect): Uint8Array | undefined {
+  const kind = tokens.kinds[k];
+  if (kind === NUMBER ? tokens.sql.charCodeAt(tokens.starts[k]) !== 48 : kind !== STRING || tokens.textIds[k] === 0 || tokens.prefix(k) === 'N') return undefined;
+  return binaryBytes(tokens.sql, tokens.token(k)!, dialect);
 }
 
 /** Bits, right-aligned into whole bytes as MySQL pads them. */
@@ -169,10 +194,35 @@ export function rewriteString(sql: string, token: SqlToken, before: string, afte
   // Neither text holds a character any dialect escapes: each character is written as itself on both
   // sides, so the kept writing of the changed stretch is the new value itself (followWriting gives
   // the same bytes, one escape call per changed character).
-  if ((token.prefix === '' || token.prefix === 'N') && before === content && writtenAsItself(content, token.quote) && writtenAsItself(after, token.quote)) {
-    return sql.slice(token.start, token.contentStart) + after + sql.slice(token.contentEnd, token.end);
+  if (token.prefix === '' || token.prefix === 'N') {
+    const over = writtenOver(sql, token.start, token.contentStart, token.contentEnd, token.end, token.quote, before, after);
+    if (over !== undefined) return over;
   }
   return followWriting(sql, token, before, after, dialect);
+}
+
+/**
+ * rewriteString of token k (a string), read on the script's token arrays: the token object is made
+ * only where the shortcut for literals written as themselves does not apply.
+ */
+export function rewriteStringAt(tokens: SqlTokens, k: number, before: string, after: string, dialect: SqlDialect): string | undefined {
+  const from = tokens.contentStarts[k];
+  const to = tokens.contentEnds[k];
+  if (tokens.kinds[k] === STRING && (tokens.textIds[k] === 0 || tokens.prefix(k) === 'N') && to - from <= MAX_FOLLOWED) {
+    const over = writtenOver(tokens.sql, tokens.starts[k], from, to, tokens.ends[k], tokens.quote(k), before, after);
+    if (over !== undefined) return over;
+  }
+  return rewriteString(tokens.sql, tokens.token(k)!, before, after, dialect);
+}
+
+/**
+ * The shortcut of rewriteString: where the literal's content is `before` and neither text holds a
+ * character any dialect escapes, `after` written between the original's quotes; else undefined.
+ */
+function writtenOver(sql: string, start: number, contentStart: number, contentEnd: number, end: number, quote: string, before: string, after: string): string | undefined {
+  if (before.length !== contentEnd - contentStart || !sql.startsWith(before, contentStart)) return undefined;
+  if (!writtenAsItself(before, quote) || !writtenAsItself(after, quote)) return undefined;
+  return sql.slice(start, contentStart) + after + sql.slice(contentEnd, end);
 }
 
 /** rewriteString without its shortcut for literals written as themselves (the tests hold the two to the same bytes). */

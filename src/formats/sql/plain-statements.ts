@@ -15,7 +15,7 @@
 
 import type { SqlDialect } from './dialects.ts';
 import { PARSER_RESERVED_WORDS } from './reserved-words.ts';
-import type { SqlToken } from './tokenizer.ts';
+import { CLOSE, COMMA, DOT, IDENT, NUMBER, OP, OPEN, STRING, WORD, type SqlTokens } from './tokenizer.ts';
 
 /** What node-sql-parser's tree says about a plain statement, read off its tokens instead. */
 export interface PlainStatement {
@@ -53,15 +53,39 @@ export interface PlainCondition {
 /** The empty list, shared: a plain statement lacks most parts. */
 const NONE: readonly never[] = Object.freeze([]);
 const COMPARISON = new Set(['=', '<>', '!=', '<', '>', '<=', '>=']);
-/** Plain unquoted names; `$` and letters beyond ASCII are read differently by the parser's grammars. */
-const PLAIN_WORD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A quoted name with nothing the grammars could read two ways: no quotes, escapes or control characters. */
 const PLAIN_QUOTED = /^[A-Za-z0-9_ $#@.-]+$/;
-/** Unsigned decimal numbers every grammar reads as one number token. */
-const PLAIN_NUMBER = /^(?:\d+(?:\.\d+)?)$/;
+
+/**
+ * sql[from, to) is a plain unquoted name, `[A-Za-z_][A-Za-z0-9_]*` (a word token starts with a letter
+ * or `_`): `$` and letters beyond ASCII are read differently by the parser's grammars.
+ */
+function plainWord(sql: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = sql.charCodeAt(i);
+    if (!((c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || (c >= 48 && c <= 57 && i > from))) return false;
+  }
+  return true;
+}
+
+/** sql[from, to) is an unsigned decimal number every grammar reads as one number token: `\d+(\.\d+)?`. */
+function plainNumber(sql: string, from: number, to: number): boolean {
+  let i = from;
+  while (i < to && isDigit(sql.charCodeAt(i))) i++;
+  if (i === from) return false;
+  if (i === to) return true;
+  if (sql.charCodeAt(i) !== 46) return false;
+  const fraction = ++i;
+  while (i < to && isDigit(sql.charCodeAt(i))) i++;
+  return i === to && i > fraction;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
 
 /** Reads the statement in tokens [first, end) (its `;` excluded) as a plain statement, or undefined. */
-export function readPlainStatement(sql: string, dialect: SqlDialect, tokens: readonly SqlToken[], first: number, end: number): PlainStatement | undefined {
+export function readPlainStatement(sql: string, dialect: SqlDialect, tokens: SqlTokens, first: number, end: number): PlainStatement | undefined {
   return new PlainReader(sql, dialect, tokens, end).statement(first);
 }
 
@@ -72,12 +96,13 @@ class PlainReader {
   constructor(
     private readonly sql: string,
     private readonly dialect: SqlDialect,
-    private readonly tokens: readonly SqlToken[],
+    private readonly tokens: SqlTokens,
     private readonly end: number,
   ) {}
 
   statement(i: number): PlainStatement | undefined {
-    for (let k = i; k < this.end; k++) if (this.tokens[k].condition !== '') return undefined;
+    const conditions = this.tokens.conditionIds;
+    for (let k = i; k < this.end; k++) if (conditions[k] !== 0) return undefined;
     const head = this.word(i);
     if (head === 'INSERT') return this.insert(i + 1);
     if (head === 'UPDATE') return this.update(i + 1);
@@ -93,15 +118,15 @@ class PlainReader {
     const table = this.table(i + 1);
     if (table === undefined) return undefined;
     let k = table[1];
-    if (!this.is(k, 'open')) return undefined;
+    if (!this.is(k, OPEN)) return undefined;
     const columnTokens: number[] = [];
     k++;
     for (;;) {
       if (this.name(k) === undefined) return undefined;
       columnTokens.push(k);
       k++;
-      if (this.is(k, 'comma')) k++;
-      else if (this.is(k, 'close')) break;
+      if (this.is(k, COMMA)) k++;
+      else if (this.is(k, CLOSE)) break;
       else return undefined;
     }
     k++;
@@ -109,7 +134,7 @@ class PlainReader {
     k++;
     const values: number[] = [];
     for (;;) {
-      if (!this.is(k, 'open')) return undefined;
+      if (!this.is(k, OPEN)) return undefined;
       k++;
       const rowStart = values.length;
       for (;;) {
@@ -117,14 +142,14 @@ class PlainReader {
         if (next === -1) return undefined;
         values.push(k, next);
         k = next;
-        if (this.is(k, 'comma')) k++;
-        else if (this.is(k, 'close')) break;
+        if (this.is(k, COMMA)) k++;
+        else if (this.is(k, CLOSE)) break;
         else return undefined;
       }
       if (values.length - rowStart !== 2 * columnTokens.length) return undefined;
       k++;
       if (k === this.end) return this.found('insert', table[0], NONE, NONE, columnTokens, values, NONE);
-      if (!this.is(k, 'comma')) return undefined;
+      if (!this.is(k, COMMA)) return undefined;
       k++;
     }
   }
@@ -143,7 +168,7 @@ class PlainReader {
       setColumns.push(column);
       assignments.push(k, k + 2, next);
       k = next;
-      if (this.is(k, 'comma')) k++;
+      if (this.is(k, COMMA)) k++;
       else break;
     }
     if (!this.where(k)) return undefined;
@@ -162,11 +187,11 @@ class PlainReader {
     let k = i;
     for (;;) {
       // Unquoted names only: some grammars read a quoted one in a SELECT list as a string, or leave it unnamed.
-      const column = this.tokens[k]?.kind === 'word' ? this.name(k) : undefined;
+      const column = this.is(k, WORD) ? this.name(k) : undefined;
       if (column === undefined) return undefined;
       outputs.push(column);
       k++;
-      if (this.is(k, 'comma')) k++;
+      if (this.is(k, COMMA)) k++;
       else break;
     }
     if (this.word(k) !== 'FROM') return undefined;
@@ -207,10 +232,12 @@ class PlainReader {
     const columnEnd = this.columnRef(i);
     if (columnEnd === -1) return -1;
     let k = columnEnd;
-    const t = this.tokens[k];
-    if (t === undefined) return -1;
+    if (k >= this.end) return -1;
     // Comparisons take unsigned literals only: a sign there is an expression to some grammars.
-    if (t.kind === 'op' && COMPARISON.has(t.text)) return this.compared(i, columnEnd, t.text, [k + 1]);
+    if (this.tokens.kinds[k] === OP) {
+      const op = this.tokens.text(k);
+      return COMPARISON.has(op) ? this.compared(i, columnEnd, op, [k + 1]) : -1;
+    }
     if (this.word(k) === 'IS') {
       k++;
       if (this.word(k) === 'NOT') k++;
@@ -227,15 +254,15 @@ class PlainReader {
     }
     if (op === 'IN') {
       k++;
-      if (!this.is(k, 'open')) return -1;
+      if (!this.is(k, OPEN)) return -1;
       const starts: number[] = [];
       k++;
       for (;;) {
         starts.push(k);
         k = this.literal(k, false);
         if (k === -1) return -1;
-        if (this.is(k, 'comma')) k++;
-        else if (this.is(k, 'close')) return this.compared(i, columnEnd, operator, starts, k + 1);
+        if (this.is(k, COMMA)) k++;
+        else if (this.is(k, CLOSE)) return this.compared(i, columnEnd, operator, starts, k + 1);
         else return -1;
       }
     }
@@ -262,7 +289,7 @@ class PlainReader {
   /** `name` or `qualifier.name` at i; returns the index after it, or -1. */
   private columnRef(i: number): number {
     if (this.name(i) === undefined) return -1;
-    if (!this.is(i + 1, 'dot')) return i + 1;
+    if (!this.is(i + 1, DOT)) return i + 1;
     return this.name(i + 2) === undefined ? -1 : i + 3;
   }
 
@@ -270,9 +297,9 @@ class PlainReader {
   private table(i: number): [string, number] | undefined {
     const first = this.name(i);
     if (first === undefined) return undefined;
-    if (!this.is(i + 1, 'dot')) return [first, i + 1];
+    if (!this.is(i + 1, DOT)) return [first, i + 1];
     const second = this.name(i + 2);
-    return second === undefined || this.is(i + 3, 'dot') ? undefined : [second, i + 3];
+    return second === undefined || this.is(i + 3, DOT) ? undefined : [second, i + 3];
   }
 
   /** A VALUES item or SET value: a literal, numbers signed or not. */
@@ -282,52 +309,63 @@ class PlainReader {
 
   /** A plain literal at i — an unprefixed string, a decimal number, NULL, TRUE, FALSE; returns the index after it, or -1. */
   private literal(i: number, signed: boolean): number {
-    const t = this.tokens[i];
-    if (t === undefined || i >= this.end) return -1;
+    if (i < 0 || i >= this.end) return -1;
+    const { kinds, starts, ends } = this.tokens;
+    const kind = kinds[i];
     let end = -1;
-    if (t.kind === 'string') end = t.prefix === '' && t.quote !== '$' ? i + 1 : -1;
-    else if (t.kind === 'number') end = PLAIN_NUMBER.test(this.sql.slice(t.start, t.end)) ? i + 1 : -1;
-    else if (t.kind === 'word') end = t.text === 'NULL' || t.text === 'TRUE' || t.text === 'FALSE' ? i + 1 : -1;
-    else if (signed && t.kind === 'op' && t.text === '-') {
-      const num = this.tokens[i + 1];
-      end = num !== undefined && i + 1 < this.end && num.kind === 'number' && num.start === t.end && PLAIN_NUMBER.test(this.sql.slice(num.start, num.end)) ? i + 2 : -1;
+    // A string without a prefix (its prefix text is '', index 0), not dollar-quoted.
+    if (kind === STRING) end = this.tokens.textIds[i] === 0 && this.tokens.quotes[i] !== 36 ? i + 1 : -1;
+    else if (kind === NUMBER) end = plainNumber(this.sql, starts[i], ends[i]) ? i + 1 : -1;
+    else if (kind === WORD) {
+      const text = this.tokens.text(i);
+      end = text === 'NULL' || text === 'TRUE' || text === 'FALSE' ? i + 1 : -1;
+    } else if (signed && kind === OP && this.tokens.text(i) === '-') {
+      end = i + 1 < this.end && kinds[i + 1] === NUMBER && starts[i + 1] === ends[i] && plainNumber(this.sql, starts[i + 1], ends[i + 1]) ? i + 2 : -1;
     }
     if (end === -1) return -1;
     // Whatever follows a value must end it: an operator, `(`, `.` or `::` would make it an expression.
-    const after = this.tokens[end];
-    if (end < this.end && after !== undefined && (after.kind === 'op' || after.kind === 'open' || after.kind === 'dot' || after.kind === 'string' || after.kind === 'number')) return -1;
+    if (end < this.end) {
+      const after = kinds[end];
+      if (after === OP || after === OPEN || after === DOT || after === STRING || after === NUMBER) return -1;
+    }
     return end;
   }
 
   /** A plain name at i (unquoted and not a keyword, or quoted without anything to escape), as written. */
   private name(i: number): string | undefined {
-    const t = this.tokens[i];
-    if (t === undefined || i >= this.end) return undefined;
-    if (t.kind === 'word') {
-      const raw = this.sql.slice(t.start, t.end);
-      return PLAIN_WORD.test(raw) && !PARSER_RESERVED_WORDS.has(t.text) ? raw : undefined;
+    if (i < 0 || i >= this.end) return undefined;
+    const tokens = this.tokens;
+    const kind = tokens.kinds[i];
+    if (kind === WORD) {
+      const start = tokens.starts[i];
+      const end = tokens.ends[i];
+      if (!plainWord(this.sql, start, end)) return undefined;
+      const upper = tokens.text(i);
+      if (PARSER_RESERVED_WORDS.has(upper)) return undefined;
+      return tokens.written(i);
     }
-    if (t.kind === 'ident') {
+    if (kind === IDENT) {
+      const quote = tokens.quotes[i];
       // A `"…"` name the server may read as a string is the parser's to read (SQLite, T-SQL).
-      if (t.quote === '"' && this.dialect.doubleQuotedNameMayBeString) return undefined;
+      if (quote === 34 && this.dialect.doubleQuotedNameMayBeString) return undefined;
       // The SQLite grammar has no [name] in every place a name stands.
-      if (t.quote === '[' && this.dialect.name !== 'transactsql') return undefined;
-      return PLAIN_QUOTED.test(t.text) ? t.text : undefined;
+      if (quote === 91 && this.dialect.name !== 'transactsql') return undefined;
+      const text = tokens.text(i);
+      return PLAIN_QUOTED.test(text) ? text : undefined;
     }
     return undefined;
   }
 
   private word(i: number): string | undefined {
-    const t = this.tokens[i];
-    return t !== undefined && i < this.end && t.kind === 'word' ? t.text : undefined;
+    return i >= 0 && i < this.end && this.tokens.kinds[i] === WORD ? this.tokens.text(i) : undefined;
   }
 
-  private is(i: number, kind: SqlToken['kind']): boolean {
-    return i < this.end && this.tokens[i]?.kind === kind;
+  /** Token i is of this kind (a kind code of tokenizer.ts). */
+  private is(i: number, kind: number): boolean {
+    return i >= 0 && i < this.end && this.tokens.kinds[i] === kind;
   }
 
   private isOp(i: number, op: string): boolean {
-    const t = this.tokens[i];
-    return i < this.end && t !== undefined && t.kind === 'op' && t.text === op;
+    return this.is(i, OP) && this.tokens.text(i) === op;
   }
 }

@@ -6,7 +6,7 @@
 
 import { DpgError } from '../../core/errors.ts';
 import type { SqlDialect } from './dialects.ts';
-import type { SourcePositions, SqlToken } from './tokenizer.ts';
+import { IDENT, NUMBER, PARAM, STRING, WORD, type SourcePositions, type SqlToken, type SqlTokens } from './tokenizer.ts';
 
 /** One statement's tokens [first, end) and its terminating `;` (index, or -1). */
 export interface StatementTokens {
@@ -47,7 +47,7 @@ const UNSAFE_CHARSETS = new Set([
 const TRUE_WORDS = new Set(['ON', 'TRUE', 'YES', '1', 'DEFAULT']);
 const STORED_CODE = new Set(['FUNCTION', 'PROCEDURE', 'TRIGGER', 'EVENT', 'RULE']);
 
-function refused(positions: SourcePositions, token: SqlToken, what: string): DpgError {
+function refused(positions: SourcePositions, token: { readonly start: number }, what: string): DpgError {
   return new DpgError('MALFORMED_DATA_SET', `SQL at ${positions.describe(token.start)}: ${what}`);
 }
 
@@ -59,18 +59,19 @@ function refused(positions: SourcePositions, token: SqlToken, what: string): Dpg
 export function guardScript(
   sql: string,
   dialect: SqlDialect,
-  tokens: readonly SqlToken[],
+  tokens: SqlTokens,
   statements: readonly StatementTokens[],
   positions: SourcePositions,
 ): Set<number> {
   const settled = new Set<number>();
   const mysql = dialect.executableComments;
-  const variables = mysql ? new SessionVariables(sql, tokens) : undefined;
+  const variables = mysql ? new SessionVariables(tokens) : undefined;
   statements.forEach((st, index) => {
     if (mysql) checkConditions(tokens, st, positions);
-    const word = (k: number): string => (st.first + k < st.end && tokens[st.first + k].kind === 'word' ? tokens[st.first + k].text : '');
+    const word = (k: number): string => (st.first + k < st.end && tokens.kinds[st.first + k] === WORD ? tokens.text(st.first + k) : '');
     if (mysql && word(0) === 'SET') {
-      checkMysqlSet(sql, tokens, st, positions, variables!);
+      // Rare enough to read on token objects.
+      checkMysqlSet(sql, tokens.all(), st, positions, variables!);
       const what = word(1);
       if ((what === 'NAMES' || what === 'CHARSET' || (what === 'CHARACTER' && word(2) === 'SET')) && !hasLiteral(tokens, st, 'number')) settled.add(index);
     }
@@ -80,10 +81,10 @@ export function guardScript(
   return settled;
 }
 
-function hasLiteral(tokens: readonly SqlToken[], st: StatementTokens, kind: 'number' | 'any'): boolean {
+function hasLiteral(tokens: SqlTokens, st: StatementTokens, kind: 'number' | 'any'): boolean {
   for (let k = st.first; k < st.end; k++) {
-    const t = tokens[k];
-    if (t.kind === 'number' || (kind === 'any' && t.kind === 'string')) return true;
+    const t = tokens.kinds[k];
+    if (t === NUMBER || (kind === 'any' && t === STRING)) return true;
   }
   return false;
 }
@@ -93,19 +94,28 @@ function hasLiteral(tokens: readonly SqlToken[], st: StatementTokens, kind: 'num
  * not on others. As whole statements under one condition either reading is protected; mixed into
  * a statement, the two readings bind values to different columns.
  */
-function checkConditions(tokens: readonly SqlToken[], st: StatementTokens, positions: SourcePositions): void {
+function checkConditions(tokens: SqlTokens, st: StatementTokens, positions: SourcePositions): void {
   const last = st.semi >= 0 ? st.semi : st.end - 1;
-  const condition = tokens[st.first].condition;
+  // Conditions are indexes into the script's texts: equal texts, equal indexes.
+  const conditions = tokens.conditionIds;
+  const condition = conditions[st.first];
   for (let i = st.first; i <= last; i++) {
-    const t = tokens[i];
-    if (t.condition === condition) continue;
-    if (i === st.semi && t.condition === '') continue; // `/*!40101 SET … */;`
-    throw refused(positions, t, 'a version-conditional comment (/*!NNNNN … */ or /*M! … */) holds only part of a statement; servers of different versions would read the statement differently');
+    if (conditions[i] === condition) continue;
+    if (i === st.semi && conditions[i] === 0) continue; // `/*!40101 SET … */;`
+    throw refused(positions, { start: tokens.starts[i] }, 'a version-conditional comment (/*!NNNNN … */ or /*M! … */) holds only part of a statement; servers of different versions would read the statement differently');
   }
 }
 
 function lower(text: string): string {
   return text.toLowerCase().replace(/[-_]/g, '');
+}
+
+/** plainText of token k, on the token arrays. */
+function textAt(sql: string, tokens: SqlTokens, k: number): string | undefined {
+  const kind = tokens.kinds[k];
+  if (kind === STRING && tokens.textIds[k] === 0) return sql.slice(tokens.contentStarts[k], tokens.contentEnds[k]);
+  if (kind === WORD || kind === IDENT) return tokens.text(k);
+  return undefined;
 }
 
 /** The value of a string token, or a word's text: enough for setting names and values. */
@@ -125,16 +135,12 @@ class SessionVariables {
   /** Variables also written other than by SET (`:=` in an expression, `INTO @v`): never safe. */
   private readonly tainted = new Set<string>();
 
-  constructor(
-    private readonly sql: string,
-    private readonly tokens: readonly SqlToken[],
-  ) {
+  constructor(tokens: SqlTokens) {
     for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i];
-      if (t.kind !== 'param' || !t.text.startsWith('@') || t.text.startsWith('@@')) continue;
-      const next = tokens[i + 1];
-      const prev = tokens[i - 1];
-      if ((next?.kind === 'op' && next.text === ':=') || (prev?.kind === 'word' && prev.text === 'INTO')) this.tainted.add(t.text.toLowerCase());
+      if (tokens.kinds[i] !== PARAM) continue;
+      const text = tokens.text(i);
+      if (!text.startsWith('@') || text.startsWith('@@')) continue;
+      if ((tokens.kind(i + 1) === 'op' && tokens.text(i + 1) === ':=') || tokens.isWord(i - 1, 'INTO')) this.tainted.add(text.toLowerCase());
     }
   }
 
@@ -233,27 +239,27 @@ function checkMysqlSet(sql: string, tokens: readonly SqlToken[], st: StatementTo
  * client_encoding may not become one where a backslash can be part of a character. Checked where
  * they are set: SET [SESSION|LOCAL], SET NAMES, ALTER … SET (the next sessions) and set_config().
  */
-function checkPostgresSettings(sql: string, tokens: readonly SqlToken[], st: StatementTokens, positions: SourcePositions): void {
-  const isWord = (k: number, text: string): boolean => k >= st.first && k < st.end && tokens[k].kind === 'word' && tokens[k].text === text;
+function checkPostgresSettings(sql: string, tokens: SqlTokens, st: StatementTokens, positions: SourcePositions): void {
+  const isWord = (k: number, text: string): boolean => k >= st.first && k < st.end && tokens.isWord(k, text);
   for (let i = st.first; i < st.end; i++) {
-    const t = tokens[i];
-    let name = t.kind === 'word' || t.kind === 'ident' || (t.kind === 'string' && t.prefix === '') ? lower(plainText(sql, t) ?? '') : '';
-    if (t.kind === 'word' && t.text === 'NAMES') name = 'clientencoding';
-    if (name !== 'standardconformingstrings' && name !== 'clientencoding') continue;
+    // Where a setting is named (checked first: it costs no copy of the name).
     const setting = isWord(i - 1, 'SET') || ((isWord(i - 1, 'SESSION') || isWord(i - 1, 'LOCAL')) && isWord(i - 2, 'SET'));
-    const call = tokens[i - 1]?.kind === 'open' && isWord(i - 2, 'SET_CONFIG');
+    const call = tokens.kind(i - 1) === 'open' && isWord(i - 2, 'SET_CONFIG');
     if (!setting && !call) continue;
+    let name = lower(textAt(sql, tokens, i) ?? '');
+    if (tokens.isWord(i, 'NAMES')) name = 'clientencoding';
+    if (name !== 'standardconformingstrings' && name !== 'clientencoding') continue;
     let v = i + 1;
-    if (call ? tokens[v]?.kind === 'comma' : (tokens[v]?.kind === 'op' && tokens[v].text === '=') || isWord(v, 'TO')) v++;
+    if (call ? tokens.kind(v) === 'comma' : (tokens.kind(v) === 'op' && tokens.text(v) === '=') || isWord(v, 'TO')) v++;
     else if (call || name !== 'clientencoding') v = st.end; // no value where one belongs: refuse
-    const value = v < st.end ? plainText(sql, tokens[v]) : undefined;
-    const next = tokens[v + 1];
-    const ends = v + 1 >= st.end || next === undefined || next.kind === 'comma' || next.kind === 'close' || next.kind === 'semi';
+    const value = v < st.end ? textAt(sql, tokens, v) : undefined;
+    const next = tokens.kind(v + 1);
+    const ends = v + 1 >= st.end || next === undefined || next === 'comma' || next === 'close' || next === 'semi';
     const ok = value !== undefined && ends && (name === 'standardconformingstrings' ? TRUE_WORDS.has(value.toUpperCase()) : !UNSAFE_CHARSETS.has(lower(value)));
     if (!ok) {
       throw refused(
         positions,
-        t,
+        { start: tokens.starts[i] },
         name === 'standardconformingstrings'
           ? 'standard_conforming_strings may not be turned off (backslashes would then escape in strings the gateway reads as plain)'
           : 'client_encoding may only be set to an encoding in which a backslash cannot be part of another character',
@@ -271,16 +277,16 @@ function checkPostgresSettings(sql: string, tokens: readonly SqlToken[], st: Sta
  * EXECUTE … USING — are refused when they pass a literal or a variable: the routine or prepared
  * statement puts its arguments in columns the gateway cannot see.
  */
-function checkRunsText(dialect: SqlDialect, tokens: readonly SqlToken[], st: StatementTokens, positions: SourcePositions, word: (k: number) => string): void {
+function checkRunsText(dialect: SqlDialect, tokens: SqlTokens, st: StatementTokens, positions: SourcePositions, word: (k: number) => string): void {
   const head = word(0);
   let dynamic = false;
   let body = false;
   let call = false;
   if (head === 'PREPARE' || (head === 'DO' && dialect.name === 'postgresql') || (head === 'EXECUTE' && word(1) === 'IMMEDIATE')) dynamic = true;
   else if ((head === 'EXEC' || head === 'EXECUTE') && dialect.name === 'transactsql') {
-    const next = tokens[st.first + 1];
-    dynamic = next !== undefined && (next.kind === 'open' || next.kind === 'string');
-    for (let k = st.first; k < st.end && !dynamic; k++) if (tokens[k].kind === 'word' && tokens[k].text.endsWith('SP_EXECUTESQL')) dynamic = true;
+    const next = tokens.kind(st.first + 1);
+    dynamic = next === 'open' || next === 'string';
+    for (let k = st.first; k < st.end && !dynamic; k++) if (tokens.kinds[k] === WORD && tokens.text(k).endsWith('SP_EXECUTESQL')) dynamic = true;
     call = !dynamic;
   } else if (head === 'CALL' || head === 'EXECUTE' || head === 'EXEC') call = true;
   else if (head === 'CREATE' || head === 'ALTER') {
@@ -290,21 +296,22 @@ function checkRunsText(dialect: SqlDialect, tokens: readonly SqlToken[], st: Sta
     }
   }
   if (dynamic) {
-    throw refused(positions, tokens[st.first], 'the statement carries SQL text (dynamic SQL) that the server runs but the gateway cannot read; values in it cannot be protected');
+    throw refused(positions, { start: tokens.starts[st.first] }, 'the statement carries SQL text (dynamic SQL) that the server runs but the gateway cannot read; values in it cannot be protected');
   }
   if (body && hasLiteral(tokens, st, 'any')) {
-    throw refused(positions, tokens[st.first], 'the statement carries a routine body that the server runs but the gateway cannot read; literals in it cannot be protected');
+    throw refused(positions, { start: tokens.starts[st.first] }, 'the statement carries a routine body that the server runs but the gateway cannot read; literals in it cannot be protected');
   }
   if (call && (hasLiteral(tokens, st, 'any') || hasVariable(tokens, st))) {
-    throw refused(positions, tokens[st.first], 'the statement passes values to a routine or prepared statement, which puts them in columns the gateway cannot see; they cannot be protected');
+    throw refused(positions, { start: tokens.starts[st.first] }, 'the statement passes values to a routine or prepared statement, which puts them in columns the gateway cannot see; they cannot be protected');
   }
 }
 
 /** A session or script variable (`@n`, Snowflake's `$n`), not a system variable or a bound parameter. */
-function hasVariable(tokens: readonly SqlToken[], st: StatementTokens): boolean {
+function hasVariable(tokens: SqlTokens, st: StatementTokens): boolean {
   for (let k = st.first; k < st.end; k++) {
-    const t = tokens[k];
-    if (t.kind === 'param' && ((t.text.startsWith('@') && !t.text.startsWith('@@')) || /^\$[A-Za-z_]/.test(t.text))) return true;
+    if (tokens.kinds[k] !== PARAM) continue;
+    const text = tokens.text(k);
+    if ((text.startsWith('@') && !text.startsWith('@@')) || /^\$[A-Za-z_]/.test(text)) return true;
   }
   return false;
 }

@@ -10,8 +10,8 @@ import { parseSqlStatements, type SqlAst } from './parser.ts';
 import { readPlainStatement, type PlainStatement } from './plain-statements.ts';
 import { guardScript } from './script-guards.ts';
 import { EscapeError } from './escapes.ts';
-import { decodeString, readsAsWritten } from './literals.ts';
-import { SourcePositions, tokenizeSql, type SqlToken } from './tokenizer.ts';
+import { decodeStringAt } from './literals.ts';
+import { CLOSE, DOT, IDENT, NUMBER, OPEN, SEMI, SourcePositions, STRING, tokenizeSql, type SqlToken, type SqlTokens } from './tokenizer.ts';
 
 export interface SqlLimits {
   /** Characters in the script. */
@@ -33,7 +33,8 @@ export type LiteralKind = 'string' | 'number' | 'null' | 'bool' | 'name';
 export interface LiteralSlot {
   readonly start: number;
   readonly end: number;
-  readonly token: SqlToken;
+  /** The literal token's index in the script's tokens (SqlScript.tokens; `tokens.token(i)` is its object). */
+  readonly token: number;
   readonly kind: LiteralKind;
   readonly negative: boolean;
 }
@@ -150,7 +151,7 @@ export interface SqlScript {
   readonly sql: string;
   readonly dialect: SqlDialect;
   readonly positions: SourcePositions;
-  readonly tokens: readonly SqlToken[];
+  readonly tokens: SqlTokens;
   readonly statements: readonly SqlStatement[];
   /** Every assignment in the script to each variable, by lower-cased name (sigil removed). */
   readonly variables: ReadonlyMap<string, readonly VariableAssignment[]>;
@@ -223,28 +224,30 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
   // from the parser and stand in the list as bare `set` trees; plain statements (plain-statements.ts)
   // are hidden too and read on their tokens alone.
   const settled = guardScript(sql, dialect, tokens, segments, positions);
-  const plain = new Map<number, PlainStatement>();
+  const reader = new StatementReader(sql, dialect, tokens);
+  // Plain statements are built as soon as they are recognised: what recognition noted dies young.
+  const plain = new Map<number, SqlStatement>();
   // An empty statement (`;;`, a leading `;`) is the parser's to accept or refuse: the script is read as before.
   let semis = 0;
-  for (const t of tokens) if (t.kind === 'semi') semis++;
+  for (let k = 0; k < tokens.length; k++) if (tokens.kinds[k] === SEMI) semis++;
   const emptyStatements = semis !== segments.filter((seg) => seg.semi !== -1).length;
   if (route === 'auto' && !emptyStatements) {
     segments.forEach((seg, k) => {
       if (settled.has(k)) return;
       const found = readPlainStatement(sql, dialect, tokens, seg.first, seg.end);
-      if (found !== undefined) plain.set(k, found);
+      if (found !== undefined) plain.set(k, reader.readPlain(seg, found));
     });
   }
   const hide = [...hidden];
   for (const k of [...settled, ...plain.keys()]) {
     const seg = segments[k];
-    hide.push(tokens[seg.first].start, seg.semi === -1 ? tokens[seg.end - 1].end : tokens[seg.semi].end);
+    hide.push(tokens.starts[seg.first], seg.semi === -1 ? tokens.ends[seg.end - 1] : tokens.ends[seg.semi]);
   }
   const skipped = settled.size + plain.size;
   let parsed: SqlAst[] = [];
   if (segments.length !== skipped) {
     try {
-      parsed = parseSqlStatements(parserText(sql, tokens, hide, dialect), dialect, positions);
+      parsed = parseSqlStatements(parserText(sql, tokens.all(), hide, dialect), dialect, positions);
     } catch (err) {
       // The parser's reading of a statement can depend on its neighbours (T-SQL's grammar splits some
       // refused text differently by what follows it): any doubt, and the whole script is read as before.
@@ -253,19 +256,14 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
     }
     if (plain.size > 0 && parsed.length + skipped !== segments.length) return readSqlScript(sql, dialect, limits, 'parser');
   }
-  const sources: (SqlAst | PlainStatement)[] = [];
-  for (let k = 0, p = 0; k < segments.length; k++) sources.push(plain.get(k) ?? (settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
   if (parsed.length + skipped !== segments.length) {
     throw new DpgError(
       'MALFORMED_DATA_SET',
       `SQL script could not be split into statements (${segments.length} found, the parser read ${parsed.length + skipped}); end every statement with ';'`,
     );
   }
-  const reader = new StatementReader(sql, dialect, tokens);
-  const statements = segments.map((seg, k) => {
-    const source = sources[k];
-    return isPlain(source) ? reader.readPlain(seg, source) : reader.read(seg, source);
-  });
+  let p = 0;
+  const statements = segments.map((seg, k) => plain.get(k) ?? reader.read(seg, settled.has(k) ? { type: 'set' } : (parsed[p++] ?? {})));
   const variables = new Map<string, VariableAssignment[]>();
   // A plain statement holds no variable (its values are literals, its names plain): nothing to read there.
   segments.forEach((seg, k) => {
@@ -280,18 +278,18 @@ function readScript(sql: string, dialect: SqlDialect, limits: SqlLimits, route: 
  * keeps its escapes in the continued part), elsewhere the second is an alias. Either way the value the
  * server stores is not the one a literal-by-literal reading sees.
  */
-function checkStrings(sql: string, tokens: readonly SqlToken[], dialect: SqlDialect, positions: SourcePositions): void {
+function checkStrings(sql: string, tokens: SqlTokens, dialect: SqlDialect, positions: SourcePositions): void {
+  const kinds = tokens.kinds;
   for (let k = 0; k < tokens.length; k++) {
-    const t = tokens[k];
-    if (t.kind !== 'string') continue;
+    if (kinds[k] !== STRING) continue;
     try {
-      if (!readsAsWritten(sql, t)) decodeString(sql, t, dialect);
+      decodeStringAt(tokens, k, dialect);
     } catch (err) {
       if (!(err instanceof EscapeError)) throw err;
-      throw refusedAt(positions, t.contentStart + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
+      throw refusedAt(positions, tokens.contentStarts[k] + err.offset, `a string literal uses an escape that cannot be read with certainty (${err.reason})`);
     }
-    if (tokens[k + 1]?.kind === 'string') {
-      throw refusedAt(positions, tokens[k + 1].start, 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
+    if (k + 1 < tokens.length && kinds[k + 1] === STRING) {
+      throw refusedAt(positions, tokens.starts[k + 1], 'two string literals in a row (servers join them into one value, or read the second as a name); write one literal');
     }
   }
 }
@@ -365,16 +363,41 @@ interface Segment {
   readonly semi: number;
 }
 
-function splitStatements(tokens: readonly SqlToken[]): Segment[] {
+function splitStatements(tokens: SqlTokens): Segment[] {
   const segments: Segment[] = [];
   let first = 0;
   for (let i = 0; i <= tokens.length; i++) {
-    if (i === tokens.length || tokens[i].kind === 'semi') {
+    if (i === tokens.length || tokens.kinds[i] === SEMI) {
       if (i > first) segments.push({ first, end: i, semi: i < tokens.length ? i : -1 });
       first = i + 1;
     }
   }
   return segments;
+}
+
+/** Each token's parenthesis depth, and the index of the parenthesis matching each one (-1 for none). */
+function nestingOf(tokens: SqlTokens): { depth: Int32Array; match: Int32Array } {
+  const depth = new Int32Array(tokens.length);
+  const match = new Int32Array(tokens.length).fill(-1);
+  const stack: number[] = [];
+  let d = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const kind = tokens.kinds[i];
+    if (kind === CLOSE) {
+      d--;
+      const open = stack.pop();
+      if (open !== undefined) {
+        match[open] = i;
+        match[i] = open;
+      }
+    }
+    depth[i] = d;
+    if (kind === OPEN) {
+      d++;
+      stack.push(i);
+    }
+  }
+  return { depth, match };
 }
 
 /** The empty list, shared by the statements that lack a part. */
@@ -391,39 +414,34 @@ const ASSIGNMENT_LIST_END = new Set(['WHERE', 'FROM', 'RETURNING', 'OUTPUT', 'OR
 const DEFAULT_END = new Set(['NOT', 'NULL', 'PRIMARY', 'UNIQUE', 'CHECK', 'REFERENCES', 'COLLATE', 'CONSTRAINT', 'AUTO_INCREMENT', 'COMMENT', 'GENERATED', 'FIRST', 'AFTER', 'FOR', 'ON', 'WITH', 'IDENTITY', 'KEY']);
 const SELECT_LIST_END = new Set(['FROM', 'WHERE', 'GROUP', 'HAVING', 'ORDER', 'LIMIT', 'UNION', 'EXCEPT', 'INTERSECT', 'ON', 'RETURNING', 'WINDOW', 'QUALIFY']);
 
-/** Reads statements of one script; holds the per-token depth and bracket matching. */
+/**
+ * Reads statements of one script. Statements the parser read are read on token objects, with the
+ * per-token depth and bracket matching; all three are made on the first such statement, so a
+ * script of plain statements (read on the token arrays alone) never makes them.
+ */
 class StatementReader {
   readonly valuesNames = new Set<number>();
   /** readPlain's tables, by name as written. */
   private readonly plainTables = new Map<string, { tables: ReadonlyMap<string, string>; reads: readonly string[] }>();
-  private readonly depth: Int32Array;
-  private readonly match: Int32Array;
+  private objects: readonly SqlToken[] | undefined;
+  private nesting: { depth: Int32Array; match: Int32Array } | undefined;
 
   constructor(
     private readonly sql: string,
     private readonly dialect: SqlDialect,
-    private readonly tokens: readonly SqlToken[],
-  ) {
-    this.depth = new Int32Array(tokens.length);
-    this.match = new Int32Array(tokens.length).fill(-1);
-    const stack: number[] = [];
-    let d = 0;
-    for (let i = 0; i < tokens.length; i++) {
-      const kind = tokens[i].kind;
-      if (kind === 'close') {
-        d--;
-        const open = stack.pop();
-        if (open !== undefined) {
-          this.match[open] = i;
-          this.match[i] = open;
-        }
-      }
-      this.depth[i] = d;
-      if (kind === 'open') {
-        d++;
-        stack.push(i);
-      }
-    }
+    private readonly table: SqlTokens,
+  ) {}
+
+  private get tokens(): readonly SqlToken[] {
+    return (this.objects ??= this.table.all());
+  }
+
+  private get depth(): Int32Array {
+    return (this.nesting ??= nestingOf(this.table)).depth;
+  }
+
+  private get match(): Int32Array {
+    return (this.nesting ??= nestingOf(this.table)).match;
   }
 
   /** Reads a statement with what the parser's tree says about it, or (plain statements) what its tokens say. */
@@ -500,7 +518,7 @@ class StatementReader {
     let assignmentLists: readonly AssignmentList[] = NONE;
     let bindings: readonly SqlBinding[] = NONE;
     if (plain.type === 'insert') {
-      const columns = plain.columns.map((c) => this.columnName(c, c + 1));
+      const columns = plain.columns.map((c) => this.plainColumn(c, c + 1));
       const rows: ValueItem[][] = [];
       const values = plain.values;
       const width = 2 * columns.length;
@@ -515,7 +533,7 @@ class StatementReader {
       const at = plain.assignments;
       for (let v = 0; v < at.length; v += 3) {
         const column = at[v];
-        items.push({ column: this.columnName(column, column + 1), item: this.plainItem(at[v + 1], at[v + 2]), start: this.tokens[column].start, end: this.tokens[at[v + 2] - 1].end });
+        items.push({ column: this.plainColumn(column, column + 1), item: this.plainItem(at[v + 1], at[v + 2]), start: this.table.starts[column], end: this.table.ends[at[v + 2] - 1] });
       }
       assignmentLists = [{ table, items, clauseStart: undefined, emptyClause: '' }];
       // What the tree's SET list gives (plainFacts): a binding per target that reads no other column.
@@ -526,13 +544,13 @@ class StatementReader {
     const comparisons: Comparison[] = plain.conditions.map((c) => {
       const slots: LiteralSlot[] = [];
       for (let v = 0; v < c.literals.length; v += 2) slots.push(this.plainSlot(c.literals[v], c.literals[v + 1]));
-      return { column: this.columnName(c.columnFirst, c.columnEnd), operator: c.operator, slots, variables: NONE };
+      return { column: this.plainColumn(c.columnFirst, c.columnEnd), operator: c.operator, slots, variables: NONE };
     });
     const reads = plain.type === 'select' || plain.type === 'delete';
     return {
       type: plain.type,
-      start: this.tokens[seg.first].start,
-      end: seg.semi === -1 ? this.tokens[seg.end - 1].end : this.tokens[seg.semi].end,
+      start: this.table.starts[seg.first],
+      end: seg.semi === -1 ? this.table.ends[seg.end - 1] : this.table.ends[seg.semi],
       tables: named.tables,
       defaultTable: table,
       readTables: reads ? named.reads : NONE,
@@ -551,18 +569,26 @@ class StatementReader {
 
   /** A plain value (plain-statements.ts): one literal over tokens [a, b), as valueItem reads it. */
   private plainItem(a: number, b: number): ValueItem {
-    return { start: this.tokens[a].start, end: this.tokens[b - 1].end, literal: this.plainSlot(a, b), inner: NONE, variables: NONE };
+    return { start: this.table.starts[a], end: this.table.ends[b - 1], literal: this.plainSlot(a, b), inner: NONE, variables: NONE };
   }
 
-  /** A plain literal over tokens [a, b) — a string, number, NULL, TRUE, FALSE, or `-` and a number — as literalAt reads it. */
+  /**
+   * A plain literal over tokens [a, b) — a string, number, NULL, TRUE, FALSE, or `-` and a number — as
+   * literalAt reads it.
+   */
   private plainSlot(a: number, b: number): LiteralSlot {
-    const t = this.tokens[a];
-    if (b - a === 2) {
-      const num = this.tokens[a + 1];
-      return { start: t.start, end: num.end, token: num, kind: 'number', negative: t.text === '-' };
-    }
-    const kind: LiteralKind = t.kind === 'string' ? 'string' : t.kind === 'number' ? 'number' : t.text === 'NULL' ? 'null' : 'bool';
-    return { start: t.start, end: t.end, token: t, kind, negative: false };
+    const table = this.table;
+    if (b - a === 2) return { start: table.starts[a], end: table.ends[a + 1], token: a + 1, kind: 'number', negative: table.text(a) === '-' };
+    const t = table.kinds[a];
+    const kind: LiteralKind = t === STRING ? 'string' : t === NUMBER ? 'number' : table.text(a) === 'NULL' ? 'null' : 'bool';
+    return { start: table.starts[a], end: table.ends[a], token: a, kind, negative: false };
+  }
+
+  /** columnName for a plain statement's name or qualified name [a, b) (word or quoted name tokens), on the token arrays. */
+  private plainColumn(a: number, b: number): ColumnName {
+    const table = this.table;
+    const nameOf = (k: number): string => (table.kinds[k] === IDENT ? table.text(k) : table.written(k));
+    return { name: nameOf(b - 1), qualifier: b - 3 >= a && table.kinds[b - 2] === DOT ? nameOf(b - 3) : undefined, start: table.starts[a], end: table.ends[b - 1] };
   }
 
   private isWord(i: number, word: string): boolean {
@@ -775,19 +801,19 @@ class StatementReader {
   private literalAt(i: number, to: number): [LiteralSlot, number] | undefined {
     const t = this.tokens[i];
     if (t === undefined || i >= to) return undefined;
-    if (t.kind === 'string') return [{ start: t.start, end: t.end, token: t, kind: 'string', negative: false }, i + 1];
-    if (t.kind === 'number') return [{ start: t.start, end: t.end, token: t, kind: 'number', negative: false }, i + 1];
-    if (this.mayBeString(t)) return [{ start: t.start, end: t.end, token: t, kind: 'name', negative: false }, i + 1];
+    if (t.kind === 'string') return [{ start: t.start, end: t.end, token: i, kind: 'string', negative: false }, i + 1];
+    if (t.kind === 'number') return [{ start: t.start, end: t.end, token: i, kind: 'number', negative: false }, i + 1];
+    if (this.mayBeString(t)) return [{ start: t.start, end: t.end, token: i, kind: 'name', negative: false }, i + 1];
     if (t.kind === 'op' && (t.text === '-' || t.text === '+') && this.tokens[i + 1]?.kind === 'number' && i + 1 < to) {
       const num = this.tokens[i + 1];
-      return [{ start: t.start, end: num.end, token: num, kind: 'number', negative: t.text === '-' }, i + 2];
+      return [{ start: t.start, end: num.end, token: i + 1, kind: 'number', negative: t.text === '-' }, i + 2];
     }
     if (t.kind === 'word') {
-      if (t.text === 'NULL') return [{ start: t.start, end: t.end, token: t, kind: 'null', negative: false }, i + 1];
-      if (t.text === 'TRUE' || t.text === 'FALSE') return [{ start: t.start, end: t.end, token: t, kind: 'bool', negative: false }, i + 1];
+      if (t.text === 'NULL') return [{ start: t.start, end: t.end, token: i, kind: 'null', negative: false }, i + 1];
+      if (t.text === 'TRUE' || t.text === 'FALSE') return [{ start: t.start, end: t.end, token: i, kind: 'bool', negative: false }, i + 1];
       const next = this.tokens[i + 1];
       if (TYPED_LITERAL_WORDS.has(t.text) && next?.kind === 'string' && i + 1 < to) {
-        return [{ start: next.start, end: next.end, token: next, kind: 'string', negative: false }, i + 2];
+        return [{ start: next.start, end: next.end, token: i + 1, kind: 'string', negative: false }, i + 2];
       }
     }
     return undefined;
@@ -802,8 +828,8 @@ class StatementReader {
     const variables: string[] = [];
     for (let i = a; i < b; i++) {
       const t = this.tokens[i];
-      if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: t, kind: t.kind, negative: false });
-      else if (this.mayBeString(t)) inner.push({ start: t.start, end: t.end, token: t, kind: 'name', negative: false });
+      if (t.kind === 'string' || t.kind === 'number') inner.push({ start: t.start, end: t.end, token: i, kind: t.kind, negative: false });
+      else if (this.mayBeString(t)) inner.push({ start: t.start, end: t.end, token: i, kind: 'name', negative: false });
       else {
         const name = this.variableName(i);
         if (name !== undefined) variables.push(name);
@@ -1079,22 +1105,22 @@ class StatementReader {
 
   /** The same normalised key the parser's literal gets, for the cross-check. */
   slotKey(slot: LiteralSlot): string {
-    return tokenLiteralKey(this.sql, slot);
+    return tokenLiteralKey(this.table, slot);
   }
 }
 
 /** A literal's identity for comparing token and tree: its kind, and its value for numbers. */
-export function tokenLiteralKey(sql: string, slot: LiteralSlot): string {
-  const t = slot.token;
+export function tokenLiteralKey(tokens: SqlTokens, slot: LiteralSlot): string {
+  const k = slot.token;
   switch (slot.kind) {
     case 'null':
       return 'null';
     case 'bool':
-      return 'bool:' + t.text;
+      return 'bool:' + tokens.text(k);
     case 'name':
       return 'name';
     case 'number': {
-      const text = sql.slice(t.start, t.end);
+      const text = tokens.sql.slice(tokens.starts[k], tokens.ends[k]);
       if (/^0x/i.test(text)) return 's';
       return 'n:' + String(Number((slot.negative ? '-' : '') + text));
     }

@@ -43,9 +43,196 @@ export interface SqlToken {
 
 /** The tokens, and the source ranges a parser must not read (comments, executable-comment markers). */
 export interface SqlLexed {
-  readonly tokens: SqlToken[];
+  readonly tokens: SqlTokens;
   /** [start, end) pairs, in order. */
   readonly hidden: number[];
+}
+
+// Token kinds as SqlTokens stores them (one byte each); KIND_NAMES gives the SqlTokenKind back.
+export const STRING = 1;
+export const NUMBER = 2;
+export const WORD = 3;
+export const IDENT = 4;
+export const PARAM = 5;
+export const OP = 6;
+export const OPEN = 7;
+export const CLOSE = 8;
+export const COMMA = 9;
+export const SEMI = 10;
+export const DOT = 11;
+const KIND_NAMES: readonly (SqlTokenKind | undefined)[] = [undefined, 'string', 'number', 'word', 'ident', 'param', 'op', 'open', 'close', 'comma', 'semi', 'dot'];
+const QUOTE_TEXTS = new Map<number, string>([[0, ''], [39, "'"], [34, '"'], [96, '`'], [91, '['], [36, '$']]);
+
+/**
+ * A script's tokens as parallel typed arrays, index k for the k-th token: the tokenizer makes no
+ * object per token (tens of thousands per script, all alive until it is protected, were most of
+ * the scavenger's work). Texts — upper-cased words, decoded quoted names, operators, parameters,
+ * string prefixes, executable-comment conditions — are kept once each in `texts` and referred to
+ * by index. `token(k)` makes the SqlToken object for the readers that want one (the full-parser
+ * path, the literals a rule protects), once per token.
+ */
+export class SqlTokens {
+  length = 0;
+  kinds: Uint8Array;
+  starts: Int32Array;
+  ends: Int32Array;
+  /** string: [contentStart, contentEnd), the content between the quotes; 0 for other kinds. */
+  contentStarts: Int32Array;
+  contentEnds: Int32Array;
+  /** Index into `texts`: the token's text (word, ident, op, param, punctuation); a string's prefix. */
+  textIds: Int32Array;
+  /** string and ident: the opening quote's character code; 0 for other kinds. */
+  quotes: Uint16Array;
+  /** Index into `texts` of the executable comment's condition; 0 (the empty text) outside one. */
+  conditionIds: Int32Array;
+  /** Every distinct text, '' first. */
+  readonly texts: string[] = [''];
+  private readonly ids = new Map<string, number>([['', 0]]);
+  /** Token objects made so far, by index (a map: the few a rule protects are far apart). */
+  private made: Map<number, SqlToken> | undefined;
+  private every: SqlToken[] | undefined;
+  /** By text index, the spelling `written` last gave. */
+  private readonly spellings: (string | undefined)[] = [];
+
+  constructor(
+    /** The script the offsets point into. */
+    readonly sql: string,
+    capacity: number,
+  ) {
+    const n = Math.max(16, capacity);
+    this.kinds = new Uint8Array(n);
+    this.starts = new Int32Array(n);
+    this.ends = new Int32Array(n);
+    this.contentStarts = new Int32Array(n);
+    this.contentEnds = new Int32Array(n);
+    this.textIds = new Int32Array(n);
+    this.quotes = new Uint16Array(n);
+    this.conditionIds = new Int32Array(n);
+  }
+
+  /** The index of `text` in `texts`, added on first sight. */
+  intern(text: string): number {
+    const known = this.ids.get(text);
+    if (known !== undefined) return known;
+    const id = this.texts.length;
+    this.texts.push(text);
+    this.ids.set(text, id);
+    return id;
+  }
+
+  add(kind: number, start: number, end: number, textId: number, quote: number, conditionId: number, contentStart = 0, contentEnd = 0): void {
+    const k = this.length;
+    if (k === this.kinds.length) this.grow();
+    this.kinds[k] = kind;
+    this.starts[k] = start;
+    this.ends[k] = end;
+    this.textIds[k] = textId;
+    this.quotes[k] = quote;
+    this.conditionIds[k] = conditionId;
+    this.contentStarts[k] = contentStart;
+    this.contentEnds[k] = contentEnd;
+    this.length = k + 1;
+  }
+
+  private grow(): void {
+    const n = this.kinds.length * 2;
+    const grown = <T extends Uint8Array | Uint16Array | Int32Array>(from: T, make: (size: number) => T): T => {
+      const to = make(n);
+      to.set(from);
+      return to;
+    };
+    this.kinds = grown(this.kinds, (size) => new Uint8Array(size));
+    this.starts = grown(this.starts, (size) => new Int32Array(size));
+    this.ends = grown(this.ends, (size) => new Int32Array(size));
+    this.contentStarts = grown(this.contentStarts, (size) => new Int32Array(size));
+    this.contentEnds = grown(this.contentEnds, (size) => new Int32Array(size));
+    this.textIds = grown(this.textIds, (size) => new Int32Array(size));
+    this.quotes = grown(this.quotes, (size) => new Uint16Array(size));
+    this.conditionIds = grown(this.conditionIds, (size) => new Int32Array(size));
+  }
+
+  /** The kind of token k; undefined outside the script (k < 0 or past the last token). */
+  kind(k: number): SqlTokenKind | undefined {
+    return k >= 0 && k < this.length ? KIND_NAMES[this.kinds[k]] : undefined;
+  }
+
+  /** Token k is a word with this (upper-cased) text. */
+  isWord(k: number, text: string): boolean {
+    return k >= 0 && k < this.length && this.kinds[k] === WORD && this.texts[this.textIds[k]] === text;
+  }
+
+  /** SqlToken.text of token k ('' for strings). */
+  text(k: number): string {
+    const kind = this.kinds[k];
+    if (kind === NUMBER) return this.sql.slice(this.starts[k], this.ends[k]);
+    return kind === STRING ? '' : this.texts[this.textIds[k]];
+  }
+
+  /**
+   * Token k's source text, sql[start, end): the same string for every occurrence of a spelling seen
+   * last under its text (a name written the same way in every statement is one string, not a copy each).
+   */
+  written(k: number): string {
+    const start = this.starts[k];
+    const end = this.ends[k];
+    const id = this.textIds[k];
+    const known = this.spellings[id];
+    if (known !== undefined && known.length === end - start && this.sql.startsWith(known, start)) return known;
+    const text = this.sql.slice(start, end);
+    this.spellings[id] = text;
+    return text;
+  }
+
+  /** SqlToken.prefix of token k ('' but for strings). */
+  prefix(k: number): string {
+    return this.kinds[k] === STRING ? this.texts[this.textIds[k]] : '';
+  }
+
+  quote(k: number): string {
+    return QUOTE_TEXTS.get(this.quotes[k]) ?? String.fromCharCode(this.quotes[k]);
+  }
+
+  condition(k: number): string {
+    return this.texts[this.conditionIds[k]];
+  }
+
+  /** Token k as an object (made once, then the same object); undefined outside the script. */
+  token(k: number): SqlToken | undefined {
+    if (k < 0 || k >= this.length) return undefined;
+    if (this.every !== undefined) return this.every[k];
+    this.made ??= new Map();
+    let t = this.made.get(k);
+    if (t === undefined) {
+      t = this.make(k);
+      this.made.set(k, t);
+    }
+    return t;
+  }
+
+  /** Every token as an object, for the readers of statements the parser reads (made once). */
+  all(): readonly SqlToken[] {
+    if (this.every === undefined) {
+      const every: SqlToken[] = [];
+      for (let k = 0; k < this.length; k++) every.push(this.made?.get(k) ?? this.make(k));
+      this.every = every;
+      this.made = undefined;
+    }
+    return this.every;
+  }
+
+  private make(k: number): SqlToken {
+    return {
+      kind: KIND_NAMES[this.kinds[k]]!,
+      start: this.starts[k],
+      end: this.ends[k],
+      text: this.text(k),
+      prefix: this.prefix(k),
+      contentStart: this.contentStarts[k],
+      contentEnd: this.contentEnds[k],
+      quote: this.quote(k),
+      condition: this.condition(k),
+    };
+  }
 }
 
 export interface TokenizeLimits {
@@ -79,6 +266,8 @@ export class SourcePositions {
 
 const STRING_PREFIXES_COMMON = new Set(['N', 'X', 'B']);
 const MULTI_CHAR_OPS = ['<=>', '->>', '#>>', '<>', '!=', '<=', '>=', '==', '||', '::', '->', '#>', '<<', '>>', '&&', '@>', '<@', ':='];
+/** The operators above by their first character (in the same order), so an operator tries only its own. */
+const OPS_BY_FIRST: readonly (readonly string[])[] = Array.from({ length: 128 }, (_, c) => MULTI_CHAR_OPS.filter((op) => op.charCodeAt(0) === c));
 
 function isWordStart(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c >= 128;
@@ -89,24 +278,12 @@ function isWordPart(c: number): boolean {
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
 }
+function isHexDigit(c: number): boolean {
+  return (c >= 48 && c <= 57) || ((c | 32) >= 97 && (c | 32) <= 102);
+}
 /** White space every dialect agrees on. A no-break space is not (MySQL and PostgreSQL read it as part of a name). */
 function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13 || c === 12 || c === 11;
-}
-
-/**
- * One string per distinct word text in a script: the copies sliced for each occurrence die young,
- * so the script's tokens keep one each (fewer objects for the garbage collector to carry).
- */
-class WordTexts {
-  private readonly seen = new Map<string, string>();
-
-  text(word: string): string {
-    const known = this.seen.get(word);
-    if (known !== undefined) return known;
-    this.seen.set(word, word);
-    return word;
-  }
 }
 
 export function malformed(positions: SourcePositions, offset: number, reason: string): DpgError {
@@ -115,10 +292,17 @@ export function malformed(positions: SourcePositions, offset: number, reason: st
 
 /** Splits `sql` into tokens (comments and white space dropped). Throws MALFORMED_DATA_SET. */
 export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourcePositions, limits: TokenizeLimits): SqlLexed {
-  const tokens: SqlToken[] = [];
-  const hidden: number[] = [];
-  const words = new WordTexts();
   const n = sql.length;
+  // About one token per five characters in typical scripts; the arrays double when that is short.
+  const tokens = new SqlTokens(sql, (n >> 2) + 16);
+  const hidden: number[] = [];
+  // Texts every script has, so punctuation never looks its text up.
+  const openId = tokens.intern('(');
+  const closeId = tokens.intern(')');
+  const commaId = tokens.intern(',');
+  const semiId = tokens.intern(';');
+  const dotId = tokens.intern('.');
+  const questionId = tokens.intern('?');
   let depth = 0;
   let i = sql.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte order mark opens many saved T-SQL scripts
   // Servers disagree about a NUL in the text (MySQL may end the statement there, PostgreSQL refuses it).
@@ -126,11 +310,8 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
   if (nul !== -1) throw malformed(positions, nul, 'a NUL character in the text is read differently by different servers');
   /** The executable comment being read: where it opened, and its condition ('' = always runs). */
   let execOpen = -1;
-  let condition = '';
-
-  const push = (kind: SqlTokenKind, start: number, end: number, text: string, quote = ''): void => {
-    tokens.push({ kind, start, end, text, prefix: '', contentStart: 0, contentEnd: 0, quote, condition });
-  };
+  /** Its condition, as an index into tokens.texts (0: '', always runs). */
+  let conditionId = 0;
 
   /** Scans a quoted run starting at the opening quote; returns the offset after the closing quote. */
   const scanQuoted = (open: number, quote: number, backslash: boolean, doubled: boolean, what: string): number => {
@@ -156,23 +337,15 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     }
   };
 
-  const pushString = (start: number, prefix: string, quoteAt: number, backslash: boolean): void => {
+  /** Adds the string token whose quote is at `quoteAt`; returns the offset after it. */
+  const pushString = (start: number, prefix: string, quoteAt: number, backslash: boolean): number => {
     const quote = sql.charCodeAt(quoteAt);
     if (!dialect.doubledQuoteEscape && sql.charCodeAt(quoteAt + 1) === quote && sql.charCodeAt(quoteAt + 2) === quote) {
       throw malformed(positions, quoteAt, 'triple-quoted strings are not accepted; use a quoted string with backslash escapes');
     }
     const end = scanQuoted(quoteAt, quote, backslash, dialect.doubledQuoteEscape, 'string');
-    tokens.push({
-      kind: 'string',
-      start,
-      end,
-      text: '',
-      prefix,
-      contentStart: quoteAt + 1,
-      contentEnd: end - 1,
-      quote: String.fromCharCode(quote),
-      condition,
-    });
+    tokens.add(STRING, start, end, prefix === '' ? 0 : tokens.intern(prefix), quote, conditionId, quoteAt + 1, end - 1);
+    return end;
   };
 
   const stringPrefixAllowed = (prefix: string): boolean => {
@@ -240,7 +413,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       throw malformed(positions, at, 'an executable comment needs a 5- or 6-digit version (/*!50001 … */)');
     }
     execOpen = at;
-    condition = mariadb || digits > 0 ? sql.slice(at + 2, j) : '';
+    conditionId = mariadb || digits > 0 ? tokens.intern(sql.slice(at + 2, j)) : 0;
     hidden.push(at, j);
     return j;
   };
@@ -255,7 +428,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     if (execOpen >= 0 && c === 42 && sql.charCodeAt(i + 1) === 47) {
       hidden.push(i, i + 2);
       execOpen = -1;
-      condition = '';
+      conditionId = 0;
       i += 2;
       continue;
     }
@@ -280,30 +453,28 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     }
     // strings and quoted identifiers
     if (c === 39) {
-      pushString(i, '', i, dialect.backslashEscapes);
-      i = tokens[tokens.length - 1].end;
+      i = pushString(i, '', i, dialect.backslashEscapes);
       continue;
     }
     if (c === 34) {
       if (dialect.doubleQuoteIsString) {
-        pushString(i, '', i, dialect.backslashEscapes);
-        i = tokens[tokens.length - 1].end;
+        i = pushString(i, '', i, dialect.backslashEscapes);
       } else {
         const end = scanQuoted(i, 34, false, true, 'quoted identifier');
-        push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('""', '"'), '"');
+        tokens.add(IDENT, i, end, tokens.intern(sql.slice(i + 1, end - 1).replaceAll('""', '"')), 34, conditionId);
         i = end;
       }
       continue;
     }
     if (c === 96 && dialect.backtickIdentifiers) {
       const end = scanQuoted(i, 96, false, true, 'quoted identifier');
-      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll('``', '`'), '`');
+      tokens.add(IDENT, i, end, tokens.intern(sql.slice(i + 1, end - 1).replaceAll('``', '`')), 96, conditionId);
       i = end;
       continue;
     }
     if (c === 91 && dialect.bracketIdentifiers) {
       const end = scanQuoted(i, 93, false, true, 'bracketed identifier');
-      push('ident', i, end, sql.slice(i + 1, end - 1).replaceAll(']]', ']'), '[');
+      tokens.add(IDENT, i, end, tokens.intern(sql.slice(i + 1, end - 1).replaceAll(']]', ']')), 91, conditionId);
       i = end;
       continue;
     }
@@ -318,17 +489,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         if (delimiter !== undefined) {
           const close = sql.indexOf(delimiter, i + delimiter.length);
           if (close === -1) throw malformed(positions, i, 'unterminated dollar-quoted string');
-          tokens.push({
-            kind: 'string',
-            start: i,
-            end: close + delimiter.length,
-            text: '',
-            prefix: '$',
-            contentStart: i + delimiter.length,
-            contentEnd: close,
-            quote: '$',
-            condition,
-          });
+          tokens.add(STRING, i, close + delimiter.length, tokens.intern('$'), 36, conditionId, i + delimiter.length, close);
           i = close + delimiter.length;
           continue;
         }
@@ -336,7 +497,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       if (isDigit(sql.charCodeAt(i + 1))) {
         let j = i + 1;
         while (j < n && isDigit(sql.charCodeAt(j))) j++;
-        push('param', i, j, sql.slice(i, j));
+        tokens.add(PARAM, i, j, tokens.intern(sql.slice(i, j)), 0, conditionId);
         i = j;
         continue;
       }
@@ -344,7 +505,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       if (dialect.name === 'snowflake' && isWordStart(sql.charCodeAt(i + 1))) {
         let j = i + 1;
         while (j < n && isWordPart(sql.charCodeAt(j)) && sql.charCodeAt(j) !== 36) j++;
-        push('param', i, j, sql.slice(i, j));
+        tokens.add(PARAM, i, j, tokens.intern(sql.slice(i, j)), 0, conditionId);
         i = j;
         continue;
       }
@@ -354,11 +515,11 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       let j = i;
       if (c === 48 && (sql.charCodeAt(i + 1) | 32) === 120) {
         j = i + 2;
-        while (j < n && /[0-9a-fA-F]/.test(sql[j])) j++;
+        while (j < n && isHexDigit(sql.charCodeAt(j))) j++;
       } else if (c === 48 && sql.charCodeAt(i + 1) === 98 && dialect.digitLedIdentifiers) {
         // MySQL's bit-value literal 0b0101 (a binary string); 0b2 or 0B1 is a name there.
         j = i + 2;
-        while (j < n && (sql[j] === '0' || sql[j] === '1')) j++;
+        while (j < n && (sql.charCodeAt(j) === 48 || sql.charCodeAt(j) === 49)) j++;
       } else {
         while (j < n && isDigit(sql.charCodeAt(j))) j++;
         if (sql.charCodeAt(j) === 46) {
@@ -367,7 +528,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         }
         if ((sql.charCodeAt(j) | 32) === 101) {
           let k = j + 1;
-          if (sql[k] === '+' || sql[k] === '-') k++;
+          if (sql.charCodeAt(k) === 43 || sql.charCodeAt(k) === 45) k++;
           if (isDigit(sql.charCodeAt(k))) {
             j = k;
             while (j < n && isDigit(sql.charCodeAt(j))) j++;
@@ -379,9 +540,10 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
         // as a number, older servers as a number and an alias. Only where it is always a name is it accepted.
         if (!dialect.digitLedIdentifiers) throw malformed(positions, i, 'a number directly followed by letters or _ is read differently by different servers');
         while (j < n && isWordPart(sql.charCodeAt(j))) j++;
-        push('word', i, j, sql.slice(i, j).toUpperCase());
+        tokens.add(WORD, i, j, tokens.intern(sql.slice(i, j).toUpperCase()), 0, conditionId);
       } else {
-        push('number', i, j, sql.slice(i, j));
+        // A number's text is read from its span (SqlToken.text holds it too, made when asked for).
+        tokens.add(NUMBER, i, j, 0, 0, conditionId);
       }
       i = j;
       continue;
@@ -392,29 +554,28 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       // Lower-case or non-ASCII letters: only then does the word need upper-casing (a copy).
       let cased = (c >= 97 && c <= 122) || c >= 128;
       for (let w = sql.charCodeAt(j); j < n && isWordPart(w); w = sql.charCodeAt(++j)) if ((w >= 97 && w <= 122) || w >= 128) cased = true;
-      const upper = words.text(cased ? sql.slice(i, j).toUpperCase() : sql.slice(i, j));
+      const upperId = tokens.intern(cased ? sql.slice(i, j).toUpperCase() : sql.slice(i, j));
+      const upper = tokens.texts[upperId];
       const next = sql.charCodeAt(j);
       // PostgreSQL U&'…' (Unicode escapes); U&"…" names and UESCAPE (another escape character) are not read.
       if (dialect.name === 'postgresql' && upper === 'U' && next === 38 && (sql.charCodeAt(j + 1) === 39 || sql.charCodeAt(j + 1) === 34)) {
         if (sql.charCodeAt(j + 1) === 34) throw malformed(positions, i, 'U&"…" names (Unicode escapes in identifiers) are not read; write the name plainly');
-        pushString(i, 'U&', j + 1, false);
-        i = tokens[tokens.length - 1].end;
+        i = pushString(i, 'U&', j + 1, false);
         continue;
       }
       if (dialect.name === 'postgresql' && upper === 'UESCAPE') throw malformed(positions, i, 'UESCAPE (another escape character for U&\'…\') is not read; use the default \\');
       if ((next === 39 || (next === 34 && dialect.doubleQuoteIsString)) && stringPrefixAllowed(upper)) {
         const raw = upper.includes('R');
-        pushString(i, upper, j, upper === 'E' || (dialect.backslashEscapes && !raw) || raw);
-        i = tokens[tokens.length - 1].end;
+        i = pushString(i, upper, j, upper === 'E' || (dialect.backslashEscapes && !raw) || raw);
         continue;
       }
-      push('word', i, j, upper);
+      tokens.add(WORD, i, j, upperId, 0, conditionId);
       i = j;
       continue;
     }
     // parameters and variables
     if (c === 63) {
-      push('param', i, i + 1, '?');
+      tokens.add(PARAM, i, i + 1, questionId, 0, conditionId);
       i++;
       continue;
     }
@@ -422,7 +583,7 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
       let j = i + 1;
       if (sql.charCodeAt(j) === 64) j++;
       while (j < n && isWordPart(sql.charCodeAt(j))) j++;
-      push('param', i, j, sql.slice(i, j));
+      tokens.add(PARAM, i, j, tokens.intern(sql.slice(i, j)), 0, conditionId);
       i = j;
       continue;
     }
@@ -430,41 +591,43 @@ export function tokenizeSql(sql: string, dialect: SqlDialect, positions: SourceP
     if (c === 40) {
       depth++;
       if (depth > limits.maxDepth) throw malformed(positions, i, `nesting deeper than ${limits.maxDepth} levels`);
-      push('open', i, i + 1, '(');
+      tokens.add(OPEN, i, i + 1, openId, 0, conditionId);
       i++;
       continue;
     }
     if (c === 41) {
       depth--;
-      push('close', i, i + 1, ')');
+      tokens.add(CLOSE, i, i + 1, closeId, 0, conditionId);
       i++;
       continue;
     }
     if (c === 44) {
-      push('comma', i, i + 1, ',');
+      tokens.add(COMMA, i, i + 1, commaId, 0, conditionId);
       i++;
       continue;
     }
     if (c === 59) {
-      push('semi', i, i + 1, ';');
+      tokens.add(SEMI, i, i + 1, semiId, 0, conditionId);
       i++;
       continue;
     }
     if (c === 46) {
-      push('dot', i, i + 1, '.');
+      tokens.add(DOT, i, i + 1, dotId, 0, conditionId);
       i++;
       continue;
     }
     // SQLite has no `#` token, but the parser here reads `#` as a comment: refuse, as SQLite does.
     if (c === 35 && dialect.name === 'sqlite') throw malformed(positions, i, "unrecognised token '#'");
     let op = sql[i];
-    for (const candidate of MULTI_CHAR_OPS) {
-      if (sql.startsWith(candidate, i)) {
-        op = candidate;
-        break;
+    if (c < 128) {
+      for (const candidate of OPS_BY_FIRST[c]) {
+        if (sql.startsWith(candidate, i)) {
+          op = candidate;
+          break;
+        }
       }
     }
-    push('op', i, i + op.length, op);
+    tokens.add(OP, i, i + op.length, tokens.intern(op), 0, conditionId);
     i += op.length;
   }
   if (execOpen >= 0) throw malformed(positions, execOpen, 'unterminated executable comment');

@@ -1,14 +1,16 @@
 // Issue 21: the shortcuts for literals written as themselves (no backslash, no quote inside) give
 // what the general readers and writers give, in every dialect: decodeString the value decodeWriting
-// reads, rewriteString the bytes followWriting writes. Literals are generated with every character
-// that matters to some dialect (backslash, both quotes, line breaks, characters beyond U+FFFF).
+// reads, rewriteString the bytes followWriting writes; and the readers on the token arrays
+// (decodeStringAt, rewriteStringAt, binaryBytesAt) what the same readers give on the token object.
+// Literals are generated with every character that matters to some dialect (backslash, both quotes,
+// line breaks, characters beyond U+FFFF).
 
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { sqlDialect, SQL_DIALECTS, type SqlDialect } from '../../../src/formats/sql/dialects.ts';
-import { decodeString, decodeWriting, followWriting, readsAsWritten, rewriteString } from '../../../src/formats/sql/literals.ts';
-import { SourcePositions, tokenizeSql, type SqlToken } from '../../../src/formats/sql/tokenizer.ts';
+import { binaryBytes, binaryBytesAt, decodeString, decodeStringAt, decodeWriting, followWriting, readsAsWritten, rewriteString, rewriteStringAt } from '../../../src/formats/sql/literals.ts';
+import { SourcePositions, tokenizeSql, type SqlToken, type SqlTokens } from '../../../src/formats/sql/tokenizer.ts';
 
 const CHARS = ['a', 'Z', '7', ' ', '-', '@', '.', '*', '%', '_', 'é', '💳', '\\', "'", '"', '`', '$', '\n', '\r', '\t'];
 const text = fc.array(fc.constantFrom(...CHARS), { maxLength: 12 }).map((cs) => cs.join(''));
@@ -25,11 +27,12 @@ function literal(d: SqlDialect, content: string, form: number): string {
   return plain;
 }
 
-/** The string token of `SELECT <literal>`, or undefined where the dialect refuses the writing. */
-function stringToken(d: SqlDialect, sql: string): SqlToken | undefined {
+/** The string token of `SELECT <literal>` (index 1 of the tokens), or undefined where the dialect refuses the writing. */
+function stringToken(d: SqlDialect, sql: string): { t: SqlToken; tokens: SqlTokens } | undefined {
   try {
-    const t = tokenizeSql(sql, d, new SourcePositions(sql), { maxDepth: 8 }).tokens[1];
-    return t?.kind === 'string' ? t : undefined;
+    const tokens = tokenizeSql(sql, d, new SourcePositions(sql), { maxDepth: 8 }).tokens;
+    const t = tokens.token(1);
+    return t?.kind === 'string' ? { t, tokens } : undefined;
   } catch {
     return undefined;
   }
@@ -52,10 +55,13 @@ describe('SQL literal shortcuts agree with the general readers and writers', () 
       fc.assert(
         fc.property(mostlyPlain, fc.nat(3), mostlyPlain, fc.boolean(), (content, form, other, masked) => {
           const sql = `SELECT ${literal(d, content, form)}`;
-          const t = stringToken(d, sql);
-          if (t === undefined) return;
+          const found = stringToken(d, sql);
+          if (found === undefined) return;
+          const { t, tokens } = found;
           const read = attempt(() => decodeString(sql, t, d));
           assert.deepEqual(read, attempt(() => decodeWriting(sql, t, d)), sql);
+          assert.deepEqual(attempt(() => decodeStringAt(tokens, 1, d)), read, sql);
+          assert.deepEqual(binaryBytesAt(tokens, 1, d), binaryBytes(sql, t, d), sql);
           if (!('value' in read)) return;
           if (readsAsWritten(sql, t)) shortcuts++;
           else general++;
@@ -63,6 +69,7 @@ describe('SQL literal shortcuts agree with the general readers and writers', () 
           // A masked value keeps the length (the kept-writing case); another text changes it.
           const after = masked ? before.replace(/[a-zA-Z0-9]/g, '*') : other;
           assert.equal(rewriteString(sql, t, before, after, d), followWriting(sql, t, before, after, d), `${sql} → ${JSON.stringify(after)}`);
+          assert.equal(rewriteStringAt(tokens, 1, before, after, d), rewriteString(sql, t, before, after, d), `${sql} → ${JSON.stringify(after)}`);
         }),
         { numRuns: 400, seed: 2121 },
       );
