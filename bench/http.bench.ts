@@ -285,6 +285,7 @@ async function main(): Promise<void> {
   const ratio = api.requests.average / base.requests.average;
   console.log(`ratio ${ratio.toFixed(2)}x of the echo server (goal >= ${GOAL_RATIO}x): ${ratio >= GOAL_RATIO ? 'MET' : 'NOT MET'}; load average ${loadAverage()}`);
   console.log(`CPU per request: echo / gateway = ${(baseCpu / apiCpu).toFixed(2)}x (the ratio req/s gives when each server has a core of its own)`);
+  if (loadavg()[0]! > 2) console.log('load average above 2: other work shares the cores, so this is no verdict run; rerun on a quiet machine');
 
   if (process.env.BENCH_PROFILE === '1') await profileGateway(autocannon, gw.child, apiUrl, apiHeaders, body);
   gw.child.kill();
