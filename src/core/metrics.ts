@@ -51,19 +51,80 @@ export interface EngineSource {
   workers(): { readonly workers: number; readonly busy: number; readonly queued: number; readonly started: number; readonly lost: number; readonly tasks: number };
 }
 
-interface RequestChildren {
-  readonly requests: { inc(): void };
-  readonly values: { inc(value: number): void };
-  readonly errors: { inc(): void } | undefined;
-  readonly latency: { observe(value: number): void };
+/** One (door, job type, outcome)'s requests and values so far: plain numbers, read at scrape time. */
+interface RequestTally {
+  readonly door: string;
+  readonly jobType: string;
+  readonly outcome: string;
+  requests: number;
+  values: number;
+  readonly latency: DoorLatency;
+}
+
+/** One door's request durations: observations per bucket (not cumulative), their sum and count. */
+interface DoorLatency {
+  readonly perBucket: number[];
+  sum: number;
+  count: number;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+
+/**
+ * dpg_request_duration_seconds, kept in plain arrays per door and rendered by the registry when
+ * scraped, in prom-client's histogram format (test/core/metrics.test.ts compares the two): a
+ * prom-client Histogram builds and checks a label key on every observation, once per request.
+ */
+class RequestLatency {
+  readonly name = 'dpg_request_duration_seconds';
+  readonly help = 'Time to serve a protection request';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly doors = new Map<string, DoorLatency>();
+
+  of(door: string): DoorLatency {
+    let d = this.doors.get(door);
+    if (d === undefined) {
+      d = { perBucket: new Array<number>(LATENCY_BUCKETS.length).fill(0), sum: 0, count: 0 };
+      this.doors.set(door, d);
+    }
+    return d;
+  }
+
+  static observe(d: DoorLatency, seconds: number): void {
+    if (!Number.isFinite(seconds)) return;
+    let i = 0;
+    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
+    if (i < LATENCY_BUCKETS.length) d.perBucket[i]!++;
+    d.sum += seconds;
+    d.count++;
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
+    const values: { labels: Record<string, string | number>; value: number; metricName: string }[] = [];
+    for (const [door, d] of this.doors) {
+      let cumulative = 0;
+      for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
+        cumulative += d.perBucket[i]!;
+        values.push({ labels: { le: LATENCY_BUCKETS[i]!, door }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels: { le: '+Inf', door }, value: d.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { door }, value: d.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { door }, value: d.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.doors.clear();
+  }
 }
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'door' | 'job_type' | 'outcome'>;
-  private readonly values: Counter<'door' | 'job_type'>;
-  private readonly errors: Counter<'door' | 'code'>;
-  private readonly latency: Histogram<'door'>;
+  private readonly latency = new RequestLatency();
+  /** Requests and values per (door, job type, outcome), by `door\0jobType\0outcome`. */
+  private readonly tallies = new Map<string, RequestTally>();
   private readonly proxyRequests: Counter<'route' | 'outcome'>;
   private readonly proxyValues: Counter<'route'>;
   private readonly proxyAdded: Histogram<'route'>;
@@ -83,31 +144,39 @@ export class Metrics {
   constructor(options: { collectDefaults?: boolean } = {}) {
     const registers = [this.registry];
     if (options.collectDefaults !== false) collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
+    // Every request is counted in plain numbers (observeRequest); the counters read them when scraped.
+    const tallies = this.tallies;
+    new Counter({
       name: 'dpg_requests_total',
       help: 'Protection requests by door, job type and outcome',
       labelNames: ['door', 'job_type', 'outcome'],
       registers,
+      collect() {
+        this.reset();
+        for (const t of tallies.values()) this.inc({ door: t.door, job_type: t.jobType, outcome: t.outcome }, t.requests);
+      },
     });
-    this.values = new Counter({
+    new Counter({
       name: 'dpg_values_protected_total',
       help: 'Values changed or removed by a technique',
       labelNames: ['door', 'job_type'],
       registers,
+      collect() {
+        this.reset();
+        for (const t of tallies.values()) if (t.values > 0) this.inc({ door: t.door, job_type: t.jobType }, t.values);
+      },
     });
-    this.errors = new Counter({
+    new Counter({
       name: 'dpg_errors_total',
       help: 'Failed requests by error code',
       labelNames: ['door', 'code'],
       registers,
+      collect() {
+        this.reset();
+        for (const t of tallies.values()) if (t.outcome !== 'ok') this.inc({ door: t.door, code: t.outcome }, t.requests);
+      },
     });
-    this.latency = new Histogram({
-      name: 'dpg_request_duration_seconds',
-      help: 'Time to serve a protection request',
-      labelNames: ['door'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-      registers,
-    });
+    this.registry.registerMetric(this.latency as unknown as Histogram);
     this.proxyRequests = new Counter({
       name: 'dpg_proxy_requests_total',
       help: 'Proxied requests that matched a route, by route and outcome',
@@ -340,26 +409,17 @@ export class Metrics {
     }
   }
 
-  /** Label children by label values: prom-client hashes a label object on every call otherwise. */
-  private readonly children = new Map<string, RequestChildren>();
-
   observeRequest(o: RequestObservation): void {
     const key = `${o.door}\u0000${o.jobType}\u0000${o.outcome}`;
-    let c = this.children.get(key);
-    if (c === undefined) {
-      c = {
-        requests: this.requests.labels({ door: o.door, job_type: o.jobType, outcome: o.outcome }),
-        values: this.values.labels({ door: o.door, job_type: o.jobType }),
-        errors: o.outcome === 'ok' ? undefined : this.errors.labels({ door: o.door, code: o.outcome }),
-        latency: this.latency.labels({ door: o.door }),
-      };
+    let t = this.tallies.get(key);
+    if (t === undefined) {
       // Label values come from config and the catalogue, so this stays small.
-      this.children.set(key, c);
+      t = { door: o.door, jobType: o.jobType, outcome: o.outcome, requests: 0, values: 0, latency: this.latency.of(o.door) };
+      this.tallies.set(key, t);
     }
-    c.requests.inc();
-    if (o.valuesProtected > 0) c.values.inc(o.valuesProtected);
-    c.errors?.inc();
-    c.latency.observe(o.seconds);
+    t.requests++;
+    if (o.valuesProtected > 0) t.values += o.valuesProtected;
+    RequestLatency.observe(t.latency, o.seconds);
   }
 
   observeProxy(o: ProxyObservation): void {

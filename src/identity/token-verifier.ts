@@ -22,6 +22,9 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const CACHE_MAX_AGE_MS = 60_000;
 const CACHE_MAX_ENTRIES = 10_000;
 
+/** Full verifications (signature and claims) run in this process: tests count cache hits with it. */
+export const signatureChecks = { count: 0 };
+
 class UnknownSigningKey extends Error {}
 
 type RemoteKeySet = ReturnType<typeof createRemoteJWKSet>;
@@ -55,6 +58,7 @@ export class TokenVerifier {
     if (token.length === 0 || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
       throw unauthenticated('The token is malformed');
     }
+    signatureChecks.count++;
     let payload: Record<string, unknown>;
     try {
       ({ payload } = await jwtVerify(token, (header, input) => this.keyFor(header, input), {
