@@ -68,10 +68,15 @@ export async function buildDist({ quiet = false } = {}) {
  * function expression `(function (exports, require, module, __filename, __dirname) { … })`, strict
  * like the ES module build. It holds no import(): a dynamic import from a vm.Script needs Node's
  * experimental loader hooks, so esbuild turns each into a require() — of a module in the script,
- * evaluated on first use as before, or of a file beside it: undici, the largest library and needed
- * only from the first upstream request, is dist/serve-undici.cjs, read and compiled then.
+ * evaluated on first use as before, or of a file beside it (SERVE_BESIDE): the libraries the sidecar
+ * profile never calls at start, read and compiled on their first use. The script's whole text stays
+ * in memory for as long as the process runs (V8 compiles its functions from it when first called),
+ * so what sits beside it is also memory an idle sidecar does not hold (docs/performance.md,
+ * "Start-up and idle footprint").
  */
 async function buildServeScript(quiet) {
+  /** @type {Map<string, Set<string>>} file beside the script → the specifiers it holds */
+  const used = new Map();
   const common = { absWorkingDir: root, outdir, outExtension: { '.js': '.cjs' }, bundle: true, format: 'cjs', platform: 'node', target: 'node20', minifyWhitespace: true, minifySyntax: true, legalComments: 'none', logLevel: quiet ? 'error' : 'warning' };
   const result = await build({
     ...common,
@@ -81,73 +86,122 @@ async function buildServeScript(quiet) {
     define: { 'import.meta.url': '__dpgModuleUrl' },
     banner: { js: "(function (exports, require, module, __filename, __dirname) {'use strict';const __dpgModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
     footer: { js: '})' },
-    plugins: [
-      {
-        name: 'serve-beside',
-        setup(b) {
-          b.onResolve({ filter: /^undici$/ }, (args) => (args.kind === 'dynamic-import' ? { path: './serve-undici.cjs', external: true } : undefined));
-        },
-      },
-    ],
+    plugins: [serveBeside(used)],
     metafile: true,
   });
   writeFileSync(join(outdir, 'serve-meta.json'), JSON.stringify(result.metafile));
-  await build({ ...common, entryPoints: { 'serve-undici': 'undici' } });
+  for (const [file, specifiers] of used) {
+    // One file per group: packages that use each other share one copy (protobufjs for grpc-js's loader and the gRPC routes).
+    const contents = `module.exports = {${[...specifiers].sort().map((x) => `${JSON.stringify(x)}: require(${JSON.stringify(x)})`).join(', ')}};`;
+    await build({ ...common, stdin: { contents, resolveDir: root, sourcefile: `${file}-entry.cjs` }, outfile: join(outdir, `${file}.cjs`), outdir: undefined, external: EXTERNAL_PACKAGES });
+  }
   await writeServeCodeCache(quiet);
 }
 
 /**
- * dist/serve.cjs.cache: one start of the sidecar profile (config/sidecar.yaml, ports 0, a throwaway
- * data directory and keyring) until `ready`, then SIGTERM; bin/dpg.js writes the code cache as the
- * process exits, with every function the start compiled. Best effort: without it `dpg serve` only
- * starts slower, so a failure here is a warning, never a failed build.
+ * Libraries kept out of dist/serve.cjs, by the file beside it that holds them: each is needed only
+ * by a door, a route kind or a command the sidecar profile does not start with (the API doors'
+ * tokens and uploads, gRPC, certificates, the phone metadata read on the first phone number).
+ * Packages that use one another go in one file, so that one copy of each is ever loaded.
+ */
+const SERVE_BESIDE = {
+  'serve-undici': [/^undici$/],
+  'serve-grpc': [/^@grpc\//, /^protobufjs(\/|$)/],
+  'serve-x509': [/^@peculiar\//, /^asn1js$/],
+  'serve-jose': [/^jose$/],
+  'serve-busboy': [/^busboy$/],
+  'serve-phone-data': [/^libphonenumber-js\/(metadata\.max|examples\.mobile)\.json$/],
+};
+
+/**
+ * In dist/serve.cjs, an import of a SERVE_BESIDE library becomes a module of one line,
+ * `module.exports = require("./serve-grpc.cjs")["@grpc/grpc-js"]`, evaluated where the import was
+ * (on first use, for a module reached by import()); `used` collects the specifiers each file must hold.
+ */
+function serveBeside(used) {
+  return {
+    name: 'serve-beside',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, (args) => {
+        if (args.namespace === 'serve-beside' || args.path.startsWith('.') || args.path.startsWith('node:')) return undefined;
+        const file = Object.keys(SERVE_BESIDE).find((f) => SERVE_BESIDE[f].some((re) => re.test(args.path)));
+        if (file === undefined) return undefined;
+        if (!used.has(file)) used.set(file, new Set());
+        used.get(file).add(args.path);
+        return { path: `${file}:${args.path}`, namespace: 'serve-beside' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'serve-beside' }, (args) => {
+        const [file, specifier] = [args.path.slice(0, args.path.indexOf(':')), args.path.slice(args.path.indexOf(':') + 1)];
+        return { contents: `module.exports = require(${JSON.stringify(`./${file}.cjs`)})[${JSON.stringify(specifier)}];`, loader: 'js' };
+      });
+      b.onResolve({ filter: /^\.\/serve-[a-z0-9-]+\.cjs$/, namespace: 'serve-beside' }, (args) => ({ path: args.path, external: true }));
+    },
+  };
+}
+
+/**
+ * dist/serve.cjs.cache: the sidecar profile (config/sidecar.yaml, ports 0, a throwaway data directory
+ * and keyring) started twice until `ready`, then SIGTERM; bin/dpg.js writes the code cache as the
+ * second process exits, with every function its start compiled. The first start only creates the
+ * data directory's CA: recorded, the cache held the certificate library's creation code too, which
+ * no later start of the same pod runs but every start would read and deserialize (1.64 MB against 1.36 MB).
+ * Best effort: without it `dpg serve` only starts slower, so a failure here is a warning, never a
+ * failed build.
  */
 async function writeServeCodeCache(quiet) {
   const dataDir = mkdtempSync(join(tmpdir(), 'dpg-build-cache-'));
   const material = randomBytes(32).toString('base64');
+  const out = join(outdir, 'serve.cjs.cache');
   try {
-    const child = spawn(process.execPath, [join(root, 'bin/dpg.js'), 'serve', '--config', join(root, 'config/sidecar.yaml')], {
-      cwd: root,
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        DPG_CODE_CACHE: 'on',
-        DPG_CODE_CACHE_OUT: join(outdir, 'serve.cjs.cache'),
-        DPG_DATA_DIR: dataDir,
-        DPG_PROXY_ADDR: '127.0.0.1:0',
-        DPG_ADMIN_ADDR: '127.0.0.1:0',
-        DPG_LOG_LEVEL: 'info',
-        DPG_KEYRING: `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${material}" }\n`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    const ready = await new Promise((resolve) => {
-      let out = '';
-      const timer = setTimeout(() => resolve(false), 30_000);
-      child.stdout.on('data', (d) => {
-        out += d;
-        if (/"msg":"ready"/.test(out)) {
-          clearTimeout(timer);
-          resolve(true);
-        }
-      });
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve(false);
-      });
-    });
-    child.kill('SIGTERM');
-    const code = child.exitCode ?? (await new Promise((resolve) => child.once('exit', resolve)));
-    if (!ready || code !== 0 || !existsSync(join(outdir, 'serve.cjs.cache'))) {
-      console.warn(`build: no code cache for dist/serve.cjs (the warm start ${ready ? `exited ${code}` : 'never became ready'}); dpg serve starts without it. ${stderr.slice(0, 500)}`);
+    const first = await warmStart(dataDir, material, {});
+    const second = first.ok ? await warmStart(dataDir, material, { DPG_CODE_CACHE_OUT: out }) : first;
+    if (!second.ok || !existsSync(out)) {
+      console.warn(`build: no code cache for dist/serve.cjs (the warm start ${second.why}); dpg serve starts without it. ${second.stderr.slice(0, 500)}`);
     } else if (!quiet) {
-      console.log(`dist/serve.cjs.cache: ${statSync(join(outdir, 'serve.cjs.cache')).size} bytes`);
+      console.log(`dist/serve.cjs.cache: ${statSync(out).size} bytes`);
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** One start of the sidecar profile from dist/serve.cjs until `ready`, then SIGTERM and its exit. */
+async function warmStart(dataDir, material, env) {
+  const child = spawn(process.execPath, [join(root, 'bin/dpg.js'), 'serve', '--config', join(root, 'config/sidecar.yaml')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      DPG_CODE_CACHE: 'on',
+      DPG_DATA_DIR: dataDir,
+      DPG_PROXY_ADDR: '127.0.0.1:0',
+      DPG_ADMIN_ADDR: '127.0.0.1:0',
+      DPG_LOG_LEVEL: 'info',
+      DPG_KEYRING: `keys:\n  - id: default\n    versions:\n      - { version: 1, activeFrom: "2024-01-01T00:00:00Z", material: "${material}" }\n`,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const ready = await new Promise((resolve) => {
+    let out = '';
+    const timer = setTimeout(() => resolve(false), 30_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (/"msg":"ready"/.test(out)) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+  child.kill('SIGTERM');
+  const code = child.exitCode ?? (await new Promise((resolve) => child.once('exit', resolve)));
+  return { ok: ready && code === 0, why: ready ? `exited ${code}` : 'never became ready', stderr };
 }
 
 /** The licence text of every package whose code went into the bundle (they travel with it). */

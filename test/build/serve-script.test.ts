@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -48,13 +48,16 @@ async function startOnce(bin: string, env: Record<string, string> = {}): Promise
   return { codeCache, code };
 }
 
-/** bin/dpg.js and dist/serve.cjs copied to a directory of their own, with `cache` as the code cache. */
+/** The libraries' files beside dist/serve.cjs (scripts/build.mjs, SERVE_BESIDE). */
+const besideFiles = () => readdirSync('dist').filter((f) => /^serve-[a-z0-9-]+\.cjs$/.test(f));
+
+/** bin/dpg.js and dist/serve.cjs (and the files beside it) copied to a directory of their own, with `cache` as the code cache. */
 function copyWithCache(cache: Buffer): string {
   const root = temp('dpg-serve-copy-');
   mkdirSync(join(root, 'bin'));
   mkdirSync(join(root, 'dist'));
   copyFileSync('bin/dpg.js', join(root, 'bin/dpg.js'));
-  copyFileSync('dist/serve.cjs', join(root, 'dist/serve.cjs'));
+  for (const f of ['serve.cjs', ...besideFiles()]) copyFileSync(join('dist', f), join(root, 'dist', f));
   writeFileSync(join(root, 'dist/serve.cjs.cache'), cache);
   return join(root, 'bin/dpg.js');
 }
@@ -63,10 +66,13 @@ describe('dist/serve.cjs and its code cache', () => {
   const script = readFileSync('dist/serve.cjs');
   const cache = readFileSync('dist/serve.cjs.cache');
 
-  it('is ASCII (read as latin1, exact), has no import(), holds no undici (dist/serve-undici.cjs, required on first use) and has a cache stamped with its length and CRC-32', () => {
+  it('is ASCII (read as latin1, exact), has no import(), holds none of the libraries kept beside it and has a cache stamped with its length and CRC-32', () => {
     assert.equal(/[^\x00-\x7f]/.test(script.toString('latin1')), false);
     const meta = JSON.parse(readFileSync('dist/serve-meta.json', 'utf8')) as { inputs: Record<string, unknown> };
-    assert.deepEqual(Object.keys(meta.inputs).filter((i) => i.includes('node_modules/undici/')), []);
+    const beside = /node_modules\/(undici|@grpc\/[^/]+|protobufjs|@peculiar\/[^/]+|asn1js|jose|busboy)\/|libphonenumber-js\/(metadata\.max|examples\.mobile)\.json/;
+    assert.deepEqual(Object.keys(meta.inputs).filter((i) => !i.startsWith('serve-beside:') && beside.test(i)), [], 'in the script only as a one-line require of its file');
+    assert.deepEqual(besideFiles().sort(), ['serve-busboy.cjs', 'serve-grpc.cjs', 'serve-jose.cjs', 'serve-phone-data.cjs', 'serve-undici.cjs', 'serve-x509.cjs']);
+    assert.ok(script.length < 2_000_000, `dist/serve.cjs is ${script.length} bytes: its whole text stays in memory while dpg serve runs`);
     const text = script.toString('latin1');
     assert.doesNotMatch(text, /(?<![\w$.])import\(/, 'no dynamic import: a vm.Script would need the experimental loader for it');
     assert.match(text, /require\("\.\/serve-undici\.cjs"\)/);
@@ -84,5 +90,35 @@ describe('dist/serve.cjs and its code cache', () => {
     for (let i = 8; i < 16; i++) refused[i] ^= 0xff; // V8's own header (magic number, version hash)
     assert.deepEqual(await startOnce(copyWithCache(refused)), { codeCache: 'rejected', code: 0 }, 'V8 refuses it and compiles');
     assert.deepEqual(await startOnce(resolve('bin/dpg.js'), { DPG_CODE_CACHE: 'off' }), { codeCache: 'off', code: 0 }, 'the ES module build');
+  });
+
+  it('the sidecar profile starts and stops reading none of the files beside the script (its CA already made)', async () => {
+    const dataDir = temp('dpg-serve-beside-');
+    const files = async () => {
+      // A hook that names, as the process exits, every file the CommonJS loader read (the files beside dist/serve.cjs come through it).
+      const hook = `data:text/javascript,${encodeURIComponent("import { createRequire } from 'node:module'; const r = createRequire(process.cwd() + '/'); process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(Object.keys(r.cache)) + '\\n'));")}`;
+      const child = spawn(process.execPath, ['--import', hook, resolve('bin/dpg.js'), 'serve', '--config', SIDECAR], {
+        env: { ...process.env, DPG_DATA_DIR: dataDir, DPG_PROXY_ADDR: '127.0.0.1:0', DPG_ADMIN_ADDR: '127.0.0.1:0', DPG_KEYRING: KEYRING, DPG_LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      await new Promise<void>((ready, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString('utf8');
+          if (out.includes('"msg":"ready"')) ready();
+        });
+        child.once('exit', (code) => reject(new Error(`dpg serve exited ${code} before ready: ${stderr.slice(0, 300)}`)));
+      });
+      child.kill('SIGTERM');
+      const code = child.exitCode ?? (await new Promise<number | null>((r) => child.once('exit', r)));
+      assert.equal(code, 0);
+      const loaded = /LOADED (.*)/.exec(stderr);
+      assert.ok(loaded, 'the hook reported');
+      return (JSON.parse(loaded[1]!) as string[]).filter((f) => /[\\/]dist[\\/]serve-/.test(f)).map((f) => f.slice(f.lastIndexOf('serve-')));
+    };
+    assert.deepEqual(await files(), ['serve-x509.cjs'], 'the first start makes the CA: the certificate library is read');
+    assert.deepEqual(await files(), [], 'every later start reads none of them');
   });
 });
