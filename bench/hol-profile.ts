@@ -7,6 +7,7 @@
 // with what filled it. Counted from samples, so the split holds on a busy machine.
 //   node --import ./scripts/ts-loader.mjs bench/hol-profile.ts
 //   BENCH_SCALE=0.5 …  (documents at half the size)   BENCH_PROFILE_KEEP=/tmp/p …  (keep the profiles there)
+//   BENCH_WARM_WORKER=1 …  (the profiled round finds its worker running; by default it was reaped, as in head-of-line)
 //   BENCH_GATEWAY_FLAGS='--trace-gc' …  (more node flags for the gateway; its stdout lines that are not JSON are printed)
 //   BENCH_PROFILE_INTERVAL_US=100 …  (sampling interval)   BENCH_MIN_STRETCH_MS=5 …  (stretches listed)
 
@@ -25,6 +26,8 @@ const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const INTERVAL_US = Number(process.env.BENCH_PROFILE_INTERVAL_US ?? 100);
 const MIN_STRETCH_MS = Number(process.env.BENCH_MIN_STRETCH_MS ?? 5);
 const MiB = 1024 * 1024;
+const IDLE_MS = 3000;
+const WARM_WORKER = process.env.BENCH_WARM_WORKER === '1';
 
 interface ProfileNode {
   readonly id: number;
@@ -168,7 +171,7 @@ async function main(): Promise<void> {
     .replace('listen: 127.0.0.1:15001', `listen: 127.0.0.1:${proxy}`)
     .replace('manifests: manifests', `manifests: ${join(ROOT, 'config/manifests')}`)
     .replace('maxBodyBytes: 10485760', 'maxBodyBytes: 67108864')
-    .replace('limits:\n', 'limits:\n  workers: { idleMs: 60000 }\n');
+    .replace('limits:\n', `limits:\n  workers: { idleMs: ${IDLE_MS} }\n`);
   if (!config.includes('workers: { idleMs')) throw new Error('the profile config was not edited');
   writeFileSync(join(dir, 'gateway.yaml'), config);
   const profiles = join(dir, 'profiles');
@@ -200,8 +203,10 @@ async function main(): Promise<void> {
       for await (const _ of res.body);
       return res.statusCode;
     };
-    // One round to start the worker and warm both threads' code; the profiled round follows.
+    // One round to warm the event loop's code; the profiled round follows once the worker has been
+    // reaped (idleMs), as in the head-of-line bench, so it starts a new worker (BENCH_WARM_WORKER=1: it does not).
     await Promise.all(bodies.map(send));
+    await new Promise((r) => setTimeout(r, WARM_WORKER ? 0 : IDLE_MS + 2000));
     const seenBefore = out.all().length;
     const t0 = mainThreadTimes(gw.pid!);
     const from = Number(process.hrtime.bigint() / 1000n);
