@@ -30,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { buildDist } from '../scripts/build.mjs';
 import { oneKilobyteJson } from './open-loop.ts';
+import { envelopeOf, heavyDocuments as documentsAt } from './hol-documents.ts';
 import { breakdown, type Gc, type GatewayTrace, type LightSample, type Stall } from './hol-breakdown.ts';
 import { traceLoop } from './hol-trace.mjs';
 import { formatSplit, sampleThreads, threadSplit, type ThreadSplit } from './thread-stats.ts';
@@ -44,52 +45,10 @@ const BASE = process.env.BENCH_BASE;
 const TRACE = process.env.BENCH_TRACE !== '0';
 const MODES = (process.env.BENCH_MODES ?? `nice0,workers${BASE ? ',base' : ''}`).split(',');
 const MiB = 1024 * 1024;
+const heavyDocuments = () => documentsAt(SCALE);
 const HOST = 'api.bench.test';
 const HOST_ADDRESS = '198.51.100.10';
 const PORTS = { http: 18080, proxy: 15001, transparent: 15006 };
-
-// ---- documents -----------------------------------------------------------------------------------
-
-function sqlScript(bytes: number): string {
-  const parts: string[] = [];
-  let n = 0;
-  for (let i = 0; n < bytes; i++) {
-    const s = `INSERT INTO customers (id, name, email, cardNumber, city) VALUES (${i}, 'Customer ${i}', 'c${i}@example.com', '4111 1111 1111 ${String(i % 10000).padStart(4, '0')}', 'Springfield');`;
-    parts.push(s);
-    n += s.length + 1;
-  }
-  return parts.join('\n');
-}
-
-function jsonDocument(bytes: number): string {
-  const records: string[] = [];
-  let n = 0;
-  for (let i = 0; n < bytes; i++) {
-    const r = JSON.stringify({ id: i, name: `Customer ${i}`, email: `c${i}@example.com`, cardNumber: '4111 1111 1111 1111', city: 'Springfield', balance: i * 3.25 });
-    records.push(r);
-    n += r.length + 1;
-  }
-  return `{"customers":[${records.join(',')}]}`;
-}
-
-function xmlDocument(bytes: number): string {
-  const parts = ['<customers>'];
-  let n = 0;
-  for (let i = 0; n < bytes; i++) {
-    const r = `<customer id="${i}"><name>Customer ${i}</name><email>c${i}@example.com</email><cardNumber>4111 1111 1111 1111</cardNumber><city>Springfield</city></customer>\n`;
-    parts.push(r);
-    n += r.length;
-  }
-  parts.push('</customers>');
-  return parts.join('');
-}
-
-const heavyDocuments = () => [
-  { type: 'SQL', dataSet: sqlScript(5 * MiB * SCALE) },
-  { type: 'JSON', dataSet: jsonDocument(10 * MiB * SCALE) },
-  { type: 'XML', dataSet: xmlDocument(10 * MiB * SCALE) },
-] as const;
-
 
 // ---- roles: the orchestrator (outside), the upstream, the driver and the heavy client (inside) -----
 
@@ -224,7 +183,6 @@ async function sendHeavy(token: string, type: string, mb: number, body: Buffer |
   return { type, mb, ms: t1 - t0, status: res.statusCode, answerBytes, sentAt: performance.timeOrigin + t0, doneAt: performance.timeOrigin + t1 };
 }
 
-const envelopeOf = (h: { type: string; dataSet: string }): string => JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: h.dataSet });
 
 /**
  * The heavy client in a process of its own (the default): its bodies are built and encoded before

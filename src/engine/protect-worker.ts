@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DpgError, toDpgError } from '../core/errors.ts';
 import { engineFromSeed, type WorkerSeed } from './worker-seed.ts';
 import type { WorkerAnswer, WorkerReply } from './worker-pool.ts';
-import { runTask, type WorkerTask } from './worker-tasks.ts';
+import { joinTaskBytes, runTask, type WorkerTask } from './worker-tasks.ts';
 import { takeNews } from './tally.ts';
 import { lowerWorkerThread } from './worker-priority.ts';
 
@@ -69,7 +69,7 @@ async function run(task: { readonly id: number } & WorkerTask): Promise<void> {
 
 function injectFault(task: WorkerTask): void {
   const text =
-    task.kind === 'document' ? String(task.dataSet) : task.kind === 'rows' ? task.rows.flat().join('\n') : Buffer.from(task.bytes.buffer, task.bytes.byteOffset, task.bytes.byteLength).toString('latin1');
+    task.kind === 'document' ? String(task.dataSet) : task.kind === 'rows' ? task.rows.flat().join('\n') : joinTaskBytes(task.bytes).toString('latin1');
   if (text.includes('dpg-test-worker-crash')) process.exit(70);
   if (text.includes('dpg-test-worker-hang')) for (;;);
 }

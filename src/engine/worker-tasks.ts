@@ -1,7 +1,8 @@
 // What a protection worker can be asked to do, and how it does it (protect-worker.ts runs these).
-// Heavy bodies arrive as raw bytes moved (transferred, not copied) from the event loop: decoding,
-// parsing, protecting and writing the answer all happen here, and the answer's bytes are moved back,
-// so the event loop's share of a heavy request is reading the body and writing the answer. Each task
+// Heavy bodies arrive as raw bytes moved (transferred, not copied) from the event loop — for
+// /api/protect as the very chunks the socket delivered, joined here: joining, decoding, parsing,
+// protecting and writing the answer all happen here, and the answer's bytes are moved back, so the
+// event loop's share of a heavy request is reading the body and writing the answer. Each task
 // calls the same function the event loop calls for a light request: results are the same bytes.
 
 import type { DataSetType, JobSpec, ProtectSummary } from '../core/types.ts';
@@ -21,9 +22,15 @@ export type WorkerTask =
   /** An XML or SQL document for /file/protect, as read: protected and flattened into CSV. */
   | { readonly kind: 'csv'; readonly job: JobSpec; readonly bytes: Uint8Array }
   /** A POST /api/protect body; the worker asks the event loop (onAsk) whether the client may run the job it names. */
-  | { readonly kind: 'envelope'; readonly bytes: Uint8Array; readonly headers: EnvelopeHeaders }
+  | { readonly kind: 'envelope'; readonly bytes: TaskBytes; readonly headers: EnvelopeHeaders }
   /** One message of a routed gRPC call (grpc-egress/worker-message.ts). */
   | GrpcMessageTask;
+
+/**
+ * A body for a task: one buffer, or the chunks it arrived in, in order (joined in the worker, so the
+ * event loop never allocates and copies the whole body).
+ */
+export type TaskBytes = Uint8Array | readonly Uint8Array[];
 
 /** What the 'body' and 'envelope' tasks answer: the bytes to send, and the summary. */
 export interface BytesResult {
@@ -52,7 +59,7 @@ export async function runTask(engine: ProtectionEngine, task: WorkerTask, ask: (
       return bytesOutcome(out.bytes, out.summary);
     }
     case 'envelope': {
-      const envelope = openEnvelope(asBuffer(task.bytes), task.headers);
+      const envelope = openEnvelope(joinTaskBytes(task.bytes), task.headers);
       await ask(envelope.job);
       const out = envelope.protect(engine);
       return bytesOutcome(out.payload, out.summary);
@@ -67,6 +74,23 @@ export async function runTask(engine: ProtectionEngine, task: WorkerTask, ask: (
 /** A Buffer over the same memory (a structured clone delivers a plain Uint8Array). */
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The body as one Buffer: the chunks joined (in a worker), or the one buffer as it is. */
+export function joinTaskBytes(bytes: TaskBytes): Buffer {
+  if (!Array.isArray(bytes)) return asBuffer(bytes as Uint8Array);
+  const chunks = bytes as readonly Uint8Array[];
+  return chunks.length === 1 ? asBuffer(chunks[0]!) : Buffer.concat(chunks as Uint8Array[]);
+}
+
+/**
+ * The ArrayBuffers to move with `chunks`: each chunk's own, when the chunk is all of it (as every
+ * chunk node:http hands over is), each once; a chunk sharing its memory is copied instead.
+ */
+export function transferOfAll(chunks: readonly Uint8Array[]): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const chunk of chunks) for (const buffer of transferOf(chunk)) out.add(buffer);
+  return [...out];
 }
 
 /**

@@ -16,7 +16,7 @@ import { ensureDevKeyring, loadKeyringFile } from '../../src/crypto/keyring.ts';
 import { createEngine, type ProtectionEngine } from '../../src/engine/engine.ts';
 import { DpgError } from '../../src/core/errors.ts';
 import type { JobSpec } from '../../src/core/types.ts';
-import type { BytesResult } from '../../src/engine/worker-tasks.ts';
+import { transferOfAll, type BytesResult } from '../../src/engine/worker-tasks.ts';
 import { compilePhase } from '../../src/proxy/exchange/phase.ts';
 import { RefusedInputError } from '../../src/proxy/reading/body-kind.ts';
 import { openEnvelope, type EnvelopeHeaders } from '../../src/transport/http/protect-envelope.ts';
@@ -111,6 +111,27 @@ describe('heavy bodies as raw bytes in a worker', () => {
     const bad = await offloaded.offload(1, { kind: 'envelope', bytes: Buffer.from('{"dataSet": [1,'), headers: headers('JSON') }, { onAsk: () => assert.fail('asked') })!.catch((e: unknown) => e);
     assert.ok(bad instanceof DpgError && bad.code === 'INVALID_REQUEST' && bad.message === 'The request body is not valid JSON', String(bad));
     assert.equal(offloaded.workerStats().started, 1, 'the worker outlived the refused task');
+  });
+
+  it('take an /api/protect body as the chunks it arrived in: each moved to the worker, joined there, the same answer', async () => {
+    const headers: EnvelopeHeaders = { dataSetType: 'XML', encoding: 'utf-8', sqlDialect: undefined, requestId: 'q-2', fallbackRequestId: 'f', maxDepth: 256 };
+    const body = JSON.stringify({ manifestName: 'customer', jobType: 'Mask', dataSet: BODIES[1]![1] });
+    const expected = openEnvelope(Buffer.from(body), headers).protect(inline).payload;
+    // Chunks as node:http hands them over: each owns its memory.
+    const cut = [0, 7, 100, 101, 900, body.length];
+    const chunks = cut.slice(1).map((end, i) => owned(body.slice(cut[i], end)));
+    const transfer = transferOfAll(chunks);
+    assert.equal(transfer.length, chunks.length, 'one ArrayBuffer per chunk');
+    const moved = (await offloaded.offload(1, { kind: 'envelope', bytes: chunks, headers }, { transfer, onAsk: () => true })) as BytesResult;
+    assert.ok(Buffer.from(moved.bytes).equals(expected));
+    assert.deepEqual(chunks.map((c) => c.byteLength), [0, 0, 0, 0, 0], 'every chunk was moved, none copied');
+    // Chunks that share one ArrayBuffer cannot be moved without their neighbours: copied, left intact.
+    const whole = owned(body);
+    const slices = [whole.subarray(0, 500), whole.subarray(500)];
+    assert.deepEqual(transferOfAll(slices), []);
+    const copied = (await offloaded.offload(1, { kind: 'envelope', bytes: slices, headers }, { transfer: transferOfAll(slices), onAsk: () => true })) as BytesResult;
+    assert.ok(Buffer.from(copied.bytes).equals(expected));
+    assert.equal(slices[0]!.length + slices[1]!.length, Buffer.byteLength(body), 'the caller still holds its chunks');
   });
 
   it('flatten heavy XML and SQL files for /file/protect in a worker into the very CSV bytes inline gives', async () => {

@@ -1,18 +1,20 @@
 // POST /api/protect: one JSON, XML or SQL document in a JSON body, protected in memory (DESIGN §4).
 // The body's work — parsing, protecting, writing the answer — is protect-envelope.ts. A heavy body
-// (its byte length weighted by X-Data-Set-Type, offload-cost.ts) goes to a protection worker as raw
-// bytes, moved rather than copied, and its answer's bytes come back the same way: the event loop
-// only reads the body, checks the client's right to the job the worker read from it, and writes.
+// (its byte length weighted by X-Data-Set-Type, offload-cost.ts) goes to a protection worker as the
+// chunks the socket delivered, moved rather than copied and joined there, and its answer's bytes
+// come back the same way: the event loop only reads the body, checks the client's right to the job
+// the worker read from it, and writes.
 
 import { DpgError } from '../../core/errors.ts';
 import type { DataSetType, JobSpec, ProtectSummary } from '../../core/types.ts';
 import { bytesCost } from '../../engine/offload-cost.ts';
-import { asBuffer, transferOf, type BytesResult } from '../../engine/worker-tasks.ts';
+import { joinChunks } from '../../core/read-limited.ts';
+import { asBuffer, transferOfAll, type BytesResult } from '../../engine/worker-tasks.ts';
 import { authenticate } from './authenticate.ts';
 import { noteJob, type Exchange, type HttpDeps } from './exchange.ts';
 import { bodyEncodingHeader, dataSetTypeHeader, mediaType, sqlDialectHeader } from './protect-headers.ts';
 import { openEnvelope, type EnvelopeHeaders } from './protect-envelope.ts';
-import { readBody } from './read-body.ts';
+import { readBodyChunks } from './read-body.ts';
 
 const DOCUMENT_TYPES: readonly DataSetType[] = ['JSON', 'XML', 'SQL'];
 
@@ -36,15 +38,15 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
     maxDepth: deps.config.limits.maxDepth,
   };
 
-  const bytes = await readBody(req, deps.config.http.maxBodyBytes);
+  const body = await readBodyChunks(req, deps.config.http.maxBodyBytes);
   const authorize = (job: JobSpec): true => {
     noteJob(ex, job, deps.engine);
     deps.identity.authorize(principal, job);
     return true;
   };
   // A heavy document is protected in a worker (docs/operations.md, Workers): other requests go on meanwhile.
-  const running = deps.engine.offload(bytesCost(dataSetType, bytes.length), { kind: 'envelope', bytes, headers }, {
-    transfer: transferOf(bytes),
+  const running = deps.engine.offload(bytesCost(dataSetType, body.size), { kind: 'envelope', bytes: body.chunks, headers }, {
+    transfer: transferOfAll(body.chunks),
     onAsk: (job) => authorize(job as JobSpec),
   });
   let payload: Buffer;
@@ -56,7 +58,7 @@ export async function handleProtect(deps: HttpDeps, ex: Exchange): Promise<Prote
     summary = result.summary;
     requestId = ex.requestId; // noteJob set it to the job's
   } else {
-    const envelope = openEnvelope(bytes, headers);
+    const envelope = openEnvelope(joinChunks(body), headers);
     authorize(envelope.job);
     ({ payload, summary } = envelope.protect(deps.engine));
     requestId = envelope.job.context.requestId;
