@@ -1,4 +1,4 @@
-// Unrouted requests through the forward proxy (exchange/pass-through.ts: undici's dispatch() with a
+// Unrouted requests through the forward proxy (exchange/upstream-relay.ts: undici's dispatch() with a
 // handler writing straight to the app's response): what the app gets back is the upstream's answer,
 // without hop-by-hop headers, byte for byte, with backpressure; failures are 502 before the head and
 // a cut connection after it. And the process setting `dpg serve` makes for young garbage.
