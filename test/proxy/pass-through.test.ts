@@ -121,7 +121,8 @@ test('an upstream that cannot be reached: 502 UPSTREAM_UNREACHABLE, and the conn
   socket.destroy();
 });
 
-test('dpg serve turns V8 allocation-site pretenuring off, unless node was started with it explicitly', () => {
-  assert.equal(keepRequestGarbageYoung(['--allocation-site-pretenuring']), false);
-  assert.equal(keepRequestGarbageYoung(['--max-old-space-size=512']), true);
+test('dpg serve turns V8 allocation-site pretenuring off and grows the young generation sixteenfold, unless node was started with its own setting', () => {
+  assert.deepEqual(keepRequestGarbageYoung(['--allocation-site-pretenuring']), ['--semi-space-growth-factor=16']);
+  assert.deepEqual(keepRequestGarbageYoung(['--semi-space-growth-factor=4']), ['--no-allocation-site-pretenuring']);
+  assert.deepEqual(keepRequestGarbageYoung(['--max-old-space-size=512']), ['--no-allocation-site-pretenuring', '--semi-space-growth-factor=16']);
 });
