@@ -43,9 +43,8 @@ function serveScript() {
     return undefined;
   }
   // What `serve` sets first (src/core/young-garbage.ts), set before compiling: V8's flags are part of
-  // the cache's check, and the build's warm start made the cache with these set.
+  // the cache's check, and the build's warm start made the cache with this one set.
   if (!process.execArgv.includes('--allocation-site-pretenuring')) setFlagsFromString('--no-allocation-site-pretenuring');
-  if (!process.execArgv.some((a) => a.startsWith('--semi-space-growth-factor'))) setFlagsFromString('--semi-space-growth-factor=16');
   const stamp = Buffer.alloc(8);
   stamp.writeUInt32LE(source.length, 0);
   stamp.writeUInt32LE(crc32(source), 4);
@@ -62,6 +61,8 @@ function serveScript() {
   const out = process.env.DPG_CODE_CACHE_OUT;
   if (out) {
     process.once('exit', () => {
+      // `serve` sets this one once ready (src/core/young-garbage.ts), after a start has compiled: back to V8's default first.
+      setFlagsFromString('--semi-space-growth-factor=2');
       writeFileSync(`${out}.tmp`, Buffer.concat([stamp, script.createCachedData()]));
       renameSync(`${out}.tmp`, out);
     });
