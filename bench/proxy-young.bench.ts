@@ -47,7 +47,7 @@ async function measure(label: string, flags: string[], upstreamPort: number, bod
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`${label} exited: ${stderr.slice(0, 500)}`);
     if (await send().catch(() => 0) === 200) break;
-    if (i > 600) throw new Error(`${label} did not answer within 30 s`);
+    if (i > 1200) throw new Error(`${label} did not answer within 60 s`);
     await new Promise((r) => setTimeout(r, 50));
   }
   let asked = 0;
