@@ -9,7 +9,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import { growYoungGenerationInOneStep, keepRequestGarbageYoung } from '../../src/core/young-garbage.ts';
 import { endToEndRawHeaders } from '../../src/proxy/exchange/headers.ts';
-import { exchangeRaw, proxyConfig, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
+import { exchangeRaw, proxyConfig, readUntilClosed, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 const BIG = Buffer.alloc(3 * 1024 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789');
 
@@ -97,13 +97,7 @@ test('a 3 MB response read slowly arrives byte for byte (backpressure), and the 
 });
 
 test('an upstream that dies mid-body: the app\'s connection is cut, never a complete-looking response', async () => {
-  const socket = await openProxy();
-  let data = Buffer.alloc(0);
-  socket.on('data', (d: Buffer) => (data = Buffer.concat([data, d])));
-  const closed = new Promise((r) => socket.once('close', r));
-  socket.write(get('/cut'));
-  await closed;
-  const text = data.toString('latin1');
+  const text = (await readUntilClosed(p.proxy.address.port, get('/cut'))).toString('latin1');
   assert.match(text, /^HTTP\/1\.1 200 /);
   assert.ok(text.endsWith('0123456789'), 'the 10 bytes sent, then the connection closed');
 });

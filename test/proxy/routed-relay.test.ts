@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { CARD, exchangeRaw, proxyConfig, rawPost, route, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
+import { CARD, exchangeRaw, proxyConfig, rawPost, readUntilClosed, route, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 let upstream: Upstream;
 let p: TestProxy;
@@ -95,13 +95,7 @@ test('a 204 is answered without a body, a 103 is not relayed', async () => {
 });
 
 test('an upstream that dies after its head: the app\'s connection is cut, the audit line says UPSTREAM_UNREACHABLE', async () => {
-  const socket = await openProxy();
-  let data = Buffer.alloc(0);
-  socket.on('data', (d: Buffer) => (data = Buffer.concat([data, d])));
-  const closed = new Promise((r) => socket.once('close', r));
-  socket.write(post('/v1/cut'));
-  await closed;
-  const text = data.toString('latin1');
+  const text = (await readUntilClosed(p.proxy.address.port, post('/v1/cut'))).toString('latin1');
   assert.match(text, /^HTTP\/1\.1 200 /);
   assert.ok(text.endsWith('0123456789'), 'the 10 bytes sent, then the connection closed');
   assert.match(p.logText(), /"route":"relay"[^\n]*"outcome":"UPSTREAM_UNREACHABLE"/);
