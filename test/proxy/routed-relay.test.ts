@@ -5,9 +5,9 @@
 // failure after the head cuts the connection; the audit line and metric say how it went.
 
 import assert from 'node:assert/strict';
-import { connect as netConnect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { CARD, exchangeRaw, proxyConfig, rawPost, readUntilClosed, route, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
+import { CARD, connectTcp, exchangeRaw, proxyConfig, rawPost, readUntilClosed, route, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 let upstream: Upstream;
 let p: TestProxy;
@@ -54,12 +54,7 @@ after(async () => {
 const BODY = JSON.stringify({ cardNumber: CARD, note: 'x' });
 const post = (path: string): Buffer => rawPost(`http://127.0.0.1:${upstream.port}${path}`, `127.0.0.1:${upstream.port}`, BODY);
 
-const openProxy = async (): Promise<Socket> => {
-  const socket = netConnect(p.proxy.address.port, '127.0.0.1');
-  socket.on('error', () => socket.destroy());
-  await new Promise((r) => socket.once('connect', r));
-  return socket;
-};
+const openProxy = (): Promise<Socket> => connectTcp(p.proxy.address.port);
 
 const headOf = (raw: Buffer): string => raw.subarray(0, raw.indexOf('\r\n\r\n')).toString('latin1').toLowerCase();
 
