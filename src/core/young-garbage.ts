@@ -10,7 +10,7 @@
 // The room: V8 shrinks the young generation to its minimum (1 MB a semi-space) after a full GC that
 // finds little allocation (an idle spell), and grows it back only by doubling, each time as many
 // bytes have survived scavenges as it holds. A proxy's requests leave few survivors, so after an
-// idle spell routed Mask requests (~80 KB of garbage each) ran at ~48 scavenges per 1,000 requests
+// idle spell routed Mask requests (~80 KB of garbage each) ran at ~55 scavenges per 1,000 requests
 // for thousands of requests, each scavenge a pause some request waits behind (docs/performance.md,
 // "Forward proxy"). Growing sixteenfold reaches the default maximum (16 MB) at the first growth.
 
