@@ -44,6 +44,11 @@ async function measure(label: string, flags: string[], upstreamPort: number, bod
     await r.body.dump();
     return r.statusCode;
   };
+  // A bench that fails leaves no gateway behind.
+  const stop = (): void => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+  };
+  process.once('exit', stop);
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`${label} exited: ${stderr.slice(0, 500)}`);
     if (await send().catch(() => 0) === 200) break;
@@ -67,6 +72,7 @@ async function measure(label: string, flags: string[], upstreamPort: number, bod
     cells.push(`${r.newSpaceMb} MB / ${scavenges(r)}`);
   }
   await pool.close();
+  process.off('exit', stop);
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
   rmSync(dir, { recursive: true, force: true });
