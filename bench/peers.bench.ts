@@ -17,7 +17,9 @@
 // pass-through added p99 ≤ 2× nginx's (floor +0.5 ms), CPU per pass-through request ≤ 2× nginx's,
 // routed Mask added p99 ≤ 2 ms.
 //
-//   npm run bench -- peers                  (about two minutes; PEERS_BENCH_MS, PEERS_BENCH_ROUNDS)
+//   npm run bench -- peers                  (about two minutes; PEERS_BENCH_MS, PEERS_BENCH_ROUNDS;
+//   PEERS_CODE_CACHE=both adds a second dpg started from the ES module build, DPG_CODE_CACHE=off,
+//   and prints its max req/s and CPU beside the code-cache build's)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -40,6 +42,9 @@ const RATE = 1000;
 const WARMUP_MS = 500;
 const MAX_CONNECTIONS = 32;
 const MAX_MS = 3000;
+/** `both`: dpg also from its ES module build (DPG_CODE_CACHE=off), rows beside the code-cache build's. */
+const CODE_CACHE_BOTH = process.env.PEERS_CODE_CACHE === 'both';
+const ESM_LABEL = 'dpg ES module build (DPG_CODE_CACHE=off)';
 
 // ---- the upstream (a child process: its CPU is not the peers') ----------------------------------
 
@@ -126,16 +131,18 @@ async function startMitmproxy(upstreamPort: number, body: string): Promise<Peer>
   return launch('mitmproxy', dir, 'mitmdump', args, {}, [target], body);
 }
 
-async function startDpg(upstreamPort: number, body: string): Promise<Peer> {
+/** `esm`: started from the ES module build (DPG_CODE_CACHE=off) instead of dist/serve.cjs with its code cache. */
+async function startDpg(upstreamPort: number, body: string, esm = false): Promise<Peer> {
   const dir = mkdtempSync(join(tmpdir(), 'dpg-peers-dpg-'));
   const dpg = await writeDpgServeConfig(dir, upstreamPort);
+  const label = esm ? ESM_LABEL : 'dpg';
   const viaProxy = { origin: `http://127.0.0.1:${dpg.proxyPort}`, headers: { host: `127.0.0.1:${upstreamPort}` } };
   const targets: Target[] = [
-    { name: 'dpg forward proxy + Mask', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/protect/x` },
-    { name: 'dpg forward proxy, pass-through', ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/pass/x` },
-    { name: 'dpg reverse listener + Mask', origin: `http://127.0.0.1:${dpg.reversePort}`, path: '/protect/x' },
+    { name: `${label} forward proxy + Mask`, ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/protect/x` },
+    { name: `${label} forward proxy, pass-through`, ...viaProxy, path: `http://127.0.0.1:${upstreamPort}/pass/x` },
+    { name: `${label} reverse listener + Mask`, origin: `http://127.0.0.1:${dpg.reversePort}`, path: '/protect/x' },
   ];
-  return launch('dpg', dir, process.execPath, dpg.args, dpg.env, targets, body);
+  return launch(label, dir, process.execPath, dpg.args, esm ? { ...dpg.env, DPG_CODE_CACHE: 'off' } : dpg.env, targets, body);
 }
 
 // ---- load ---------------------------------------------------------------------------------------
@@ -192,6 +199,7 @@ async function main(): Promise<void> {
   const upstream = await startUpstream();
   const peers: Peer[] = [];
   peers.push(await startDpg(upstream.port, body));
+  if (CODE_CACHE_BOTH) peers.push(await startDpg(upstream.port, body, true));
   if (!missing('nginx', 'nginx-light')) peers.push(await startNginx(upstream.port, body));
   if (!missing('mitmdump', 'mitmproxy')) peers.push(await startMitmproxy(upstream.port, body));
   for (const line of absent) console.log(`peer skipped: ${line}`);
@@ -257,6 +265,21 @@ async function main(): Promise<void> {
     console.log(`  CPU per pass-through request ≤ 2× nginx's: ${cpuPer10k(passRow).toFixed(2)} against ${cpuPer10k(nginxRow).toFixed(2)} s / 10k (${ratio.toFixed(2)}×): ${verdict(ratio <= 2)}`);
   } else console.log('  pass-through added p99 and CPU against nginx: not judged (nginx missing: apt-get install -y nginx-light)');
   if (maskRow) console.log(`  routed Mask added p99 ≤ 2 ms: +${addedP99(maskRow).toFixed(2)} ms: ${verdict(addedP99(maskRow) <= 2)}`);
+
+  if (CODE_CACHE_BOTH) {
+    // Same sources, two ways of loading them: dist/serve.cjs through vm.Script with the code cache, or dist/cli.js.
+    console.log('\nCode cache against the ES module build (same run; ratio above 1: the code-cache build does more):');
+    for (const kind of ['forward proxy + Mask', 'forward proxy, pass-through', 'reverse listener + Mask']) {
+      const cached = find(`dpg ${kind}`);
+      const esm = find(`${ESM_LABEL} ${kind}`);
+      if (!cached?.max || !esm?.max) continue;
+      console.log(
+        `  ${kind}: max req/s ${cached.max.rps.toFixed(0)} against ${esm.max.rps.toFixed(0)} (${(cached.max.rps / esm.max.rps).toFixed(2)}×); ` +
+          `CPU ${cpuPer10k(cached).toFixed(2)} against ${cpuPer10k(esm).toFixed(2)} s / 10k (${(cpuPer10k(cached) / cpuPer10k(esm)).toFixed(2)}×); ` +
+          `added p99 +${addedP99(cached).toFixed(2)} against +${addedP99(esm).toFixed(2)} ms`,
+      );
+    }
+  }
 
   await stopChildren([upstream.child, ...peers.map((p) => p.child)]);
   for (const p of peers) rmSync(p.dir, { recursive: true, force: true });

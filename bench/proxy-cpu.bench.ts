@@ -17,7 +17,9 @@
 //
 //   npm run build && npm run bench -- proxy-cpu      (about a minute; PROXY_CPU_MS, PROXY_CPU_ROUNDS,
 //   PROXY_CPU_ONLY=<row name fragment>; PROXY_CPU_PRETENURING=1 adds dpg with V8's allocation-site
-//   pretenuring left on; PROXY_CPU_COMPARE=<another checkout, built> adds that build's rows)
+//   pretenuring left on; PROXY_CPU_COMPARE=<another checkout, built> adds that build's rows;
+//   PROXY_CPU_ESM=1 adds dpg started from its ES module build, DPG_CODE_CACHE=off;
+//   PROXY_CPU_PROFILE=<dir> runs each dpg under --cpu-prof and prints where its samples fell)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,6 +34,7 @@ import { writeNginxPassThrough } from './nginx-conf.ts';
 import { serveOkUpstream } from './ok-upstream.ts';
 import { constantRate, oneKilobyteJson, type Percentiles } from './open-loop.ts';
 import { cpuSeconds } from './proc-stats.ts';
+import { summariseProfiles } from './cpu-profile-top.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -293,23 +296,39 @@ async function main(): Promise<void> {
   const only = process.env.PROXY_CPU_ONLY;
   const wanted = (name: string): boolean => only === undefined || name.includes(only);
 
-  /** dpg serve from a build (`root`: a checkout with dist/), with extra node flags; rows named after `label`. */
-  const startDpg = async (root: string, label: string, flags: string[]): Promise<void> => {
+  /** PROXY_CPU_PROFILE: each dpg writes its CPU profile under this directory as it exits. */
+  const profileDir = process.env.PROXY_CPU_PROFILE;
+  const profiles: { label: string; dir: string }[] = [];
+  /**
+   * dpg serve from a build (`root`: a checkout with dist/), with extra node flags and environment;
+   * rows named after `label`, those PROXY_CPU_ONLY leaves out not sent any traffic.
+   */
+  const startDpg = async (root: string, label: string, flags: string[], env: NodeJS.ProcessEnv = {}): Promise<void> => {
+    const names = [`${label}, pass-through`, `${label}, routed Mask`];
+    if (!names.some(wanted)) return;
     const dir = mkdtempSync(join(tmpdir(), 'dpg-proxy-cpu-'));
     dirs.push(dir);
-    const dpg = await writeDpgServeConfig(dir, upstreamPort, [...GC_FLAGS, ...flags]);
-    const child = spawn(process.execPath, dpg.args, { cwd: root, env: { ...process.env, ...dpg.env, DPG_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const profiling: string[] = [];
+    if (profileDir !== undefined) {
+      const into = join(profileDir, label.replace(/[^A-Za-z0-9]+/g, '-'));
+      profiles.push({ label, dir: into });
+      profiling.push('--cpu-prof', `--cpu-prof-dir=${into}`);
+    }
+    const dpg = await writeDpgServeConfig(dir, upstreamPort, [...GC_FLAGS, ...profiling, ...flags]);
+    const child = spawn(process.execPath, dpg.args, { cwd: root, env: { ...process.env, ...dpg.env, DPG_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     const gc = gcCounter(child);
     const origin = `http://127.0.0.1:${dpg.proxyPort}`;
     await answering(origin, absolute('/pass/x').path, absolute('/pass/x').headers, body);
-    rows.push({ name: `${label}, pass-through`, origin, ...absolute('/pass/x'), child, gc, cpu: 0, requests: 0, gcTotals: emptyTotals(), latency: [] });
-    rows.push({ name: `${label}, routed Mask`, origin, ...absolute('/protect/x'), child, gc, cpu: 0, requests: 0, gcTotals: emptyTotals(), latency: [] });
+    if (wanted(names[0])) rows.push({ name: names[0], origin, ...absolute('/pass/x'), child, gc, cpu: 0, requests: 0, gcTotals: emptyTotals(), latency: [] });
+    if (wanted(names[1])) rows.push({ name: names[1], origin, ...absolute('/protect/x'), child, gc, cpu: 0, requests: 0, gcTotals: emptyTotals(), latency: [] });
   };
-  if (wanted('dpg')) await startDpg(ROOT, 'dpg forward proxy', []);
+  await startDpg(ROOT, 'dpg forward proxy', []);
+  // The same sources started from the ES module build (dist/cli.js) instead of dist/serve.cjs with its code cache.
+  if (process.env.PROXY_CPU_ESM === '1') await startDpg(ROOT, 'dpg ES module build', [], { DPG_CODE_CACHE: 'off' });
   // The same build with V8's default allocation-site pretenuring (what src/core/young-garbage.ts turns off).
-  if (wanted('dpg') && process.env.PROXY_CPU_PRETENURING === '1') await startDpg(ROOT, 'dpg, V8 pretenuring on', ['--allocation-site-pretenuring']);
+  if (process.env.PROXY_CPU_PRETENURING === '1') await startDpg(ROOT, 'dpg, V8 pretenuring on', ['--allocation-site-pretenuring']);
   // Another checkout's build beside this one (e.g. the commit before a change), same run.
-  if (wanted('dpg') && process.env.PROXY_CPU_COMPARE) await startDpg(process.env.PROXY_CPU_COMPARE, `dpg at ${process.env.PROXY_CPU_COMPARE}`, []);
+  if (process.env.PROXY_CPU_COMPARE) await startDpg(process.env.PROXY_CPU_COMPARE, `dpg at ${process.env.PROXY_CPU_COMPARE}`, []);
   const floors: [string, string][] = [
     ['undici-dispatch', 'floor: node:http + undici dispatch()'],
     ['undici-stream', 'floor: node:http + undici stream()'],
@@ -389,6 +408,10 @@ async function main(): Promise<void> {
     ),
   );
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  for (const p of profiles) {
+    console.log(`\nWhere ${p.label}'s CPU went (--cpu-prof, every row it served, warm-up included; ${p.dir}):\n`);
+    console.log(summariseProfiles(p.dir));
+  }
 }
 
 const [mode, a, b] = process.argv.slice(2);

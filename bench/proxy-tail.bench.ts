@@ -13,7 +13,8 @@
 //
 //   npm run build && npm run bench -- proxy-tail     (about 3 minutes; TAIL_ROUNDS, TAIL_MS,
 //   TAIL_VARIANTS=<comma-separated name fragments>, TAIL_PHASES=0 to leave the per-request phases out,
-//   TAIL_STEADY=<n> for n windows back to back per row instead of interleaved rounds)
+//   TAIL_STEADY=<n> for n windows back to back per row instead of interleaved rounds,
+//   TAIL_COMPARE=<another checkout, built> adds that build as shipped, e.g. the commit before a change)
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -40,8 +41,10 @@ const PHASES = process.env.TAIL_PHASES !== '0';
 const STEADY = Number(process.env.TAIL_STEADY ?? 0);
 
 /** The levers measured, each a dpg process of its own: node flags before bin/dpg.js. */
-const VARIANTS: { name: string; flags: string[] }[] = [
+const VARIANTS: { name: string; flags: string[]; root?: string; env?: NodeJS.ProcessEnv }[] = [
   { name: 'as shipped', flags: [] },
+  // The same sources started from the ES module build (dist/cli.js) instead of dist/serve.cjs with its code cache.
+  { name: 'ES module build (DPG_CODE_CACHE=off)', flags: [], env: { DPG_CODE_CACHE: 'off' } },
   // V8 sizes the young generation from 1 MB per semi-space, doubling it (up to 16 MB) once as much
   // has survived scavenges, and halves it again when allocation slows: min = max pins it.
   { name: 'semi-space 16 MB', flags: ['--min-semi-space-size=16', '--max-semi-space-size=16'] },
@@ -54,6 +57,9 @@ const VARIANTS: { name: string; flags: string[] }[] = [
   { name: 'scavenge on the main thread only', flags: ['--no-parallel-scavenge'] },
 ];
 
+// Another build beside this one, same run: its `dpg serve` is started from that checkout.
+if (process.env.TAIL_COMPARE) VARIANTS.splice(1, 0, { name: `as shipped at ${process.env.TAIL_COMPARE}`, flags: [], root: process.env.TAIL_COMPARE });
+
 // ---- the probe's report -------------------------------------------------------------------------
 
 interface ProbeReport {
@@ -62,7 +68,7 @@ interface ProbeReport {
   readonly loop: { p50: number; p99: number; max: number; mean: number };
   /** start, duration, kind … (kind 1: scavenge; 4: mark-compact; 8: incremental marking; 16: weak callbacks). */
   readonly gcs: number[];
-  /** seq, start, created, sent, bodySent, upstream head, upstream end, finish (ms, the proxy's clock). */
+  /** seq, start, created, sent, bodySent, upstream head, upstream end, finish, app body read (ms, the proxy's clock). */
   readonly records: number[][];
 }
 
@@ -100,6 +106,9 @@ interface Split {
   n: number;
   latency: number;
   outside: number;
+  /** Before the upstream request: reading the app's body (a routed request's, read whole first). */
+  bodyRead: number;
+  /** Before the upstream request: the rest (routing; protecting a routed body). */
   beforeUpstream: number;
   pool: number;
   upload: number;
@@ -113,7 +122,7 @@ interface Split {
   allWithGc: number;
 }
 
-const emptySplit = (): Split => ({ n: 0, latency: 0, outside: 0, beforeUpstream: 0, pool: 0, upload: 0, upstream: 0, download: 0, answer: 0, gc: 0, withGc: 0, all: 0, allWithGc: 0 });
+const emptySplit = (): Split => ({ n: 0, latency: 0, outside: 0, bodyRead: 0, beforeUpstream: 0, pool: 0, upload: 0, upstream: 0, download: 0, answer: 0, gc: 0, withGc: 0, all: 0, allWithGc: 0 });
 
 /** GC pause ms overlapping [from, to] on the proxy's clock. */
 function gcWithin(gcs: readonly number[], from: number, to: number): number {
@@ -139,13 +148,16 @@ function splitSlowest(latencies: Map<number, number>, report: ProbeReport, into:
   for (const [seq, latency] of slow) {
     const r = bySeq.get(seq);
     // Unmatched, unfinished, or moments out of order (a request the probe saw only in part): left out.
-    if (r === undefined || r[7] === 0 || !r.slice(1).every((t, i, a) => i === 0 || t >= a[i - 1])) continue;
-    const [, start, created, sent, bodySent, upHead, upEnd, finish] = r;
+    if (r === undefined || r[7] === 0 || !r.slice(1, 8).every((t, i, a) => i === 0 || t >= a[i - 1])) continue;
+    const [, start, created, sent, bodySent, upHead, upEnd, finish, read] = r;
+    // A routed body is read whole before the upstream request; a streamed one ends during the upload.
+    const bodyRead = read !== undefined && read > 0 && read <= created ? read - start : 0;
     const gc = gcWithin(report.gcs, finish - latency, finish);
     into.n++;
     into.latency += latency;
     into.outside += latency - (finish - start);
-    into.beforeUpstream += created - start;
+    into.bodyRead += bodyRead;
+    into.beforeUpstream += created - start - bodyRead;
     into.pool += sent - created;
     into.upload += bodySent - sent;
     into.upstream += upHead - bodySent;
@@ -186,12 +198,12 @@ interface Row {
 
 const part = (label: string, path: string, rate: number): Part => ({ label, path, rate, latency: [], split: emptySplit() });
 
-async function startProxy(name: string, flags: string[], upstreamPort: number): Promise<Proxy> {
+async function startProxy(name: string, flags: string[], upstreamPort: number, root = ROOT, extraEnv: NodeJS.ProcessEnv = {}): Promise<Proxy> {
   const dir = mkdtempSync(join(tmpdir(), 'dpg-proxy-tail-'));
   const out = join(dir, 'probe.json');
   const dpg = await writeDpgServeConfig(dir, upstreamPort, [...flags, '--import', PROBE]);
-  const env = { ...process.env, ...dpg.env, DPG_LOG_LEVEL: 'silent', TAIL_PROBE_OUT: out, TAIL_PROBE_PHASES: PHASES ? '1' : '0' };
-  const child = spawn(process.execPath, dpg.args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { ...process.env, ...dpg.env, DPG_LOG_LEVEL: 'silent', TAIL_PROBE_OUT: out, TAIL_PROBE_PHASES: PHASES ? '1' : '0', ...extraEnv };
+  const child = spawn(process.execPath, dpg.args, { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
   const p: Proxy = { name, child, origin: `http://127.0.0.1:${dpg.proxyPort}`, out, dir, stderr: '', asked: 0, rssIdleMb: 0 };
   child.stderr!.on('data', (d: Buffer) => (p.stderr += d.toString()));
   for (let i = 0; ; i++) {
@@ -239,7 +251,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [newRow('direct to upstream (baseline)', [part('direct', '/pass/x', RATE)])];
   const proxies: Proxy[] = [];
   for (const v of variants) {
-    const p = await startProxy(v.name, v.flags, upstreamPort);
+    const p = await startProxy(v.name, v.flags, upstreamPort, v.root, v.env);
     proxies.push(p);
     rows.push(newRow(v.name, [part('pass-through', pass, RATE)], p));
     rows.push(newRow(v.name, [part('routed Mask', mask, RATE)], p));
@@ -330,14 +342,14 @@ async function main(): Promise<void> {
     }
   }
   if (PHASES) {
-    console.log('\nThe slowest 1% of each row, mean ms per part (client latency = outside + before upstream + pool + upload + upstream + download + answer):');
-    console.log('| variant | row | n | client latency | outside the handler | before upstream | pool | upload | upstream | download | answer | GC overlapping | share with a GC | all requests with a GC |');
-    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    console.log('\nThe slowest 1% of each row, mean ms per part (client latency = outside + body read + before upstream + pool + upload + upstream + download + answer):');
+    console.log('| variant | row | n | client latency | outside the handler | body read (routed) | before upstream | pool | upload | upstream | download | answer | GC overlapping | share with a GC | all requests with a GC |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const row of rows.slice(1)) {
       for (const p of row.parts) {
         const s = p.split;
         const m = (x: number): string => (s.n === 0 ? '' : (x / s.n).toFixed(2));
-        console.log(`| ${[row.name, p.label, s.n, m(s.latency), m(s.outside), m(s.beforeUpstream), m(s.pool), m(s.upload), m(s.upstream), m(s.download), m(s.answer), m(s.gc), s.n === 0 ? '' : `${((s.withGc / s.n) * 100).toFixed(0)}%`, s.all === 0 ? '' : `${((s.allWithGc / s.all) * 100).toFixed(1)}%`].join(' | ')} |`);
+        console.log(`| ${[row.name, p.label, s.n, m(s.latency), m(s.outside), m(s.bodyRead), m(s.beforeUpstream), m(s.pool), m(s.upload), m(s.upstream), m(s.download), m(s.answer), m(s.gc), s.n === 0 ? '' : `${((s.withGc / s.n) * 100).toFixed(0)}%`, s.all === 0 ? '' : `${((s.allWithGc / s.all) * 100).toFixed(1)}%`].join(' | ')} |`);
       }
     }
   }

@@ -61,6 +61,8 @@ function serveScript() {
   const out = process.env.DPG_CODE_CACHE_OUT;
   if (out) {
     process.once('exit', () => {
+      // `serve` sets this one once ready (src/core/young-garbage.ts), after a start has compiled: back to V8's default first.
+      setFlagsFromString('--semi-space-growth-factor=2');
       writeFileSync(`${out}.tmp`, Buffer.concat([stamp, script.createCachedData()]));
       renameSync(`${out}.tmp`, out);
     });

@@ -7,7 +7,8 @@
 //   - with TAIL_PROBE_PHASES=1, per request carrying an `x-bench-seq` header (the bench numbers its
 //     requests; the proxy forwards the header upstream like any other), the moment of each phase
 //     from diagnostics channels: node:http's request start and response finish, undici's request
-//     created, head written, body sent, upstream head and upstream end.
+//     created, head written, body sent, upstream head and upstream end, and when the app's request
+//     body had been read to its end (for a routed request, before it is protected).
 //
 // On SIGUSR2 it writes what it has as JSON to $TAIL_PROBE_OUT, prints `tail-probe: written <n>` on
 // stderr (n counts the reports), and starts afresh. Nothing here changes what the proxy sends.
@@ -27,6 +28,7 @@ const BODY_SENT = 3;
 const UP_HEADERS = 4;
 const UP_END = 5;
 const FINISH = 6;
+const BODY_READ = 7;
 
 let loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();
@@ -62,9 +64,11 @@ if (PHASES) {
   subscribe('http.server.request.start', ({ request, response }) => {
     const seq = request.headers[SEQ];
     if (seq === undefined) return;
-    const rec = [performance.now(), 0, 0, 0, 0, 0, 0];
+    const rec = [performance.now(), 0, 0, 0, 0, 0, 0, 0];
     records.set(Number(seq), rec);
     ofServer.set(response, rec);
+    // An 'end' listener does not start the stream flowing: whoever reads the body still decides when.
+    request.once('end', () => mark(rec, BODY_READ));
   });
   subscribe('http.server.response.finish', ({ response }) => mark(ofServer.get(response), FINISH));
   subscribe('undici:request:create', ({ request }) => {

@@ -272,6 +272,18 @@ export function connectTcp(port: number, host = '127.0.0.1'): Promise<Socket> {
   });
 }
 
+/** Writes raw bytes on a new connection to `port` and reads everything until the connection closes (a response cut short included). */
+export async function readUntilClosed(port: number, request: string | Buffer): Promise<Buffer> {
+  const socket = await connectTcp(port);
+  const chunks: Buffer[] = [];
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  socket.on('error', () => undefined);
+  const closed = new Promise((r) => socket.once('close', r));
+  socket.write(request);
+  await closed;
+  return Buffer.concat(chunks);
+}
+
 /** Sends raw bytes on a new connection to `port` and reads one response; the connection is closed after. */
 export async function sendRaw(port: number, request: string | Buffer): Promise<RawResponse> {
   const s = await connectTcp(port);

@@ -1,4 +1,4 @@
-// Unrouted requests through the forward proxy (exchange/pass-through.ts: undici's dispatch() with a
+// Unrouted requests through the forward proxy (exchange/upstream-relay.ts: undici's dispatch() with a
 // handler writing straight to the app's response): what the app gets back is the upstream's answer,
 // without hop-by-hop headers, byte for byte, with backpressure; failures are 502 before the head and
 // a cut connection after it. And the process setting `dpg serve` makes for young garbage.
@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
-import { keepRequestGarbageYoung } from '../../src/core/young-garbage.ts';
+import { growYoungGenerationInOneStep, keepRequestGarbageYoung } from '../../src/core/young-garbage.ts';
 import { endToEndRawHeaders } from '../../src/proxy/exchange/headers.ts';
-import { exchangeRaw, proxyConfig, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
+import { exchangeRaw, proxyConfig, readUntilClosed, startTestProxy, startUpstream, type TestProxy, type Upstream } from './helpers.ts';
 
 const BIG = Buffer.alloc(3 * 1024 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789');
 
@@ -97,13 +97,7 @@ test('a 3 MB response read slowly arrives byte for byte (backpressure), and the 
 });
 
 test('an upstream that dies mid-body: the app\'s connection is cut, never a complete-looking response', async () => {
-  const socket = await openProxy();
-  let data = Buffer.alloc(0);
-  socket.on('data', (d: Buffer) => (data = Buffer.concat([data, d])));
-  const closed = new Promise((r) => socket.once('close', r));
-  socket.write(get('/cut'));
-  await closed;
-  const text = data.toString('latin1');
+  const text = (await readUntilClosed(p.proxy.address.port, get('/cut'))).toString('latin1');
   assert.match(text, /^HTTP\/1\.1 200 /);
   assert.ok(text.endsWith('0123456789'), 'the 10 bytes sent, then the connection closed');
 });
@@ -121,7 +115,9 @@ test('an upstream that cannot be reached: 502 UPSTREAM_UNREACHABLE, and the conn
   socket.destroy();
 });
 
-test('dpg serve turns V8 allocation-site pretenuring off, unless node was started with it explicitly', () => {
+test('dpg serve turns V8 allocation-site pretenuring off and grows the young generation sixteenfold, unless node was started with its own setting', () => {
   assert.equal(keepRequestGarbageYoung(['--allocation-site-pretenuring']), false);
   assert.equal(keepRequestGarbageYoung(['--max-old-space-size=512']), true);
+  assert.equal(growYoungGenerationInOneStep(['--semi-space-growth-factor=4']), false);
+  assert.equal(growYoungGenerationInOneStep(['--max-old-space-size=512']), true);
 });

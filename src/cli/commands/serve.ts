@@ -2,7 +2,7 @@
 // of the config's files) reloads the configuration (src/reload/reloader.ts).
 
 import { ConfigError, toDpgError } from '../../core/errors.ts';
-import { keepRequestGarbageYoung } from '../../core/young-garbage.ts';
+import { growYoungGenerationInOneStep, keepRequestGarbageYoung } from '../../core/young-garbage.ts';
 import { parseFlags, type Command, type FlagSpec } from '../command.ts';
 
 const options = {
@@ -37,6 +37,7 @@ keyring under NODE_ENV=production) is printed with its cause and exits 1.`,
     if (!config) throw new ConfigError(problems);
     const logger = createLogger({ level: config.logging.level, bufferBytes: config.logging.bufferBytes });
     const gateway = await startGateway(config, { logger });
+    growYoungGenerationInOneStep();
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down');
       gateway.close().then(

@@ -19,6 +19,7 @@ import { printableType, RefusedInputError } from '../reading/body-kind.ts';
 import { isDescriptorShortage } from '../forwarding/connection-limits.ts';
 import { carriesBody, endToEndHeaders, hasNoBody, responseHeaders } from './headers.ts';
 import { passThrough } from './pass-through.ts';
+import { UpstreamRelay } from './upstream-relay.ts';
 import { overrideMethods } from '../reading/method-override.ts';
 import type { CompiledPhase, PhaseOutcome } from './phase.ts';
 import { problemOf, sendProblem, type Problem } from '../problem.ts';
@@ -161,8 +162,9 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     if (isDescriptorShortage(err)) deps.onResourceExhausted?.();
   };
 
-  /** An unrouted request's upstream failure: 502/504 to the app (or its connection cut once the head went out). */
-  const passThroughFailed = (res: ServerResponse, err: Error): void => {
+  /** How an unrouted request's upstream leg ended: a failure is 502/504 to the app (or its connection cut once the head went out). */
+  const passThroughEnded = (res: ServerResponse, err: Error | undefined): void => {
+    if (err === undefined) return;
     noteUpstreamError(err);
     sendProblem(res, upstreamProblem(err), undefined);
   };
@@ -178,11 +180,13 @@ export function createExchange(deps: ExchangeDeps): Exchange {
     let request: PhaseOutcome | undefined;
     let valuesProtected = 0;
     let valuesFailed = 0;
-    const cancel = UpstreamCancel.forResponse(res);
+    // A route without a response phase relays the upstream's answer as it comes, through the same
+    // dispatch() handler as pass-through (upstream-relay.ts); one with a response phase reads it whole.
+    const relay = phases.response === undefined ? new UpstreamRelay(res, requestId) : undefined;
+    const cancel = relay === undefined ? UpstreamCancel.forResponse(res) : undefined;
 
     try {
       const options = dispatchOptions(req, target);
-      options.signal = cancel;
       const headers = options.headers as Record<string, string | string[]>;
 
       if (phases.request) {
@@ -235,6 +239,14 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         options.body = carriesBody(req) ? req : null;
       }
 
+      if (relay !== undefined) {
+        const agent = agentFor(req, target);
+        await new Promise<void>((resolve, reject) => relay.dispatch(agent, options, (_res, err) => (err === undefined ? resolve() : reject(err))));
+        // The app left before the answer was complete: the upstream request was cancelled.
+        if (relay.appGone) outcome = 'CLIENT_ABORTED';
+        return;
+      }
+      options.signal = cancel;
       const upstream = await agentFor(req, target).request(options);
       const responseHead = responseHeaders(upstream.headers);
       const wantsResponsePhase = phases.response !== undefined && runsResponsePhase(phases.response, req.method, upstream.statusCode);
@@ -278,7 +290,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         res.end(body);
       }
     } catch (err) {
-      if (cancel.aborted || err instanceof BodyAbortedError || isAbort(err)) {
+      if (cancel?.aborted === true || relay?.appGone === true || err instanceof BodyAbortedError || isAbort(err)) {
         outcome = 'CLIENT_ABORTED';
         res.destroy();
       } else if (err instanceof ResponsePhaseError) {
@@ -327,7 +339,7 @@ export function createExchange(deps: ExchangeDeps): Exchange {
         return;
       }
       if (selection === undefined) {
-        passThrough(agentFor(req, target), dispatchOptions(req, target), req, res, passThroughFailed);
+        passThrough(agentFor(req, target), dispatchOptions(req, target), req, res, passThroughEnded);
         return;
       }
       routed(req, res, target, selection).catch((err: unknown) => {
