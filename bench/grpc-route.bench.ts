@@ -8,8 +8,9 @@
 // slowest part (its p99 is 15-20 ms straight to the upstream, and every millisecond the proxy adds
 // is queued behind its own work), so the verdict is taken with a gRPC client of a few lines on
 // node:http2 (one session, each call a stream: HEADERS, one DATA frame, trailers read); grpc-js
-// is measured beside it for the app's view. Both clients' sockets have Nagle's algorithm off, as
-// grpc-js and Go's gRPC set them.
+// is measured beside it for the app's view. Every socket of the path has Nagle's algorithm off
+// (node:http2 sets it on its sessions' sockets, the proxy on those it accepts, grpc-js on its own;
+// the CONNECT tunnel's is set here), so no call waits for a delayed ACK on our side.
 //
 //   npm run bench -- grpc-route        (GRPC_BENCH_RATE calls/s, default 1000; GRPC_BENCH_SECONDS, default 8;
 //                                      GRPC_BENCH_CLIENT: h2 | grpc-js | both, default both)
@@ -68,6 +69,10 @@ const pki = upstreamPki(tempDir());
 writeFileSync(join(dir, 'up.crt'), pki.certPem);
 writeFileSync(join(dir, 'up.key'), pki.keyPem);
 const children: ChildProcess[] = [];
+// A bench that fails half-way leaves no gateway or upstream behind.
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
 const up = spawn(process.execPath, [join(ROOT, 'bench/peers/grpc-echo-server.mjs'), protoFile, join(dir, 'up.crt'), join(dir, 'up.key')], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
 children.push(up);
 const port = Number(String((await once(up.stdout!, 'data'))[0]).trim());
@@ -166,15 +171,13 @@ function tunnel(via: Gateway): Promise<Socket> {
 
 async function h2Call(via: Gateway | undefined): Promise<Client> {
   const authority = `https://127.0.0.1:${port}`;
-  // Nagle's algorithm off on the client's socket, as grpc-js and Go's gRPC do.
-  const socket = via ? await tunnel(via) : undefined;
-  const session: ClientHttp2Session = h2connect(authority, {
-    createConnection: () => {
-      const tls = socket ? tlsConnect({ socket, host: '127.0.0.1', ca: via!.caPem, ALPNProtocols: ['h2'] }) : tlsConnect({ host: '127.0.0.1', port, ca: pki.caPem, ALPNProtocols: ['h2'] });
-      tls.setNoDelay(true);
-      return tls;
-    },
-  });
+  let session: ClientHttp2Session;
+  if (via) {
+    const socket = (await tunnel(via)).setNoDelay(true);
+    session = h2connect(authority, { createConnection: () => tlsConnect({ socket, host: '127.0.0.1', ca: via.caPem, ALPNProtocols: ['h2'] }) });
+  } else {
+    session = h2connect(authority, { ca: pki.caPem });
+  }
   session.on('error', () => undefined);
   const call: Call = (id) =>
     new Promise((resolve) => {
@@ -234,6 +237,7 @@ async function run(call: Call, seconds: number, tag: string): Promise<{ times: n
 }
 
 const pct = (xs: number[], p: number): number => {
+  if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
