@@ -19,6 +19,7 @@
 //   GRPC_BENCH_COMPARE=<dir>           a second gateway from another build (<dir>/bin/dpg.js, built,
 //                                      e.g. `git archive <commit>` + npm run build) measured in the same
 //                                      rounds, alternating with this one: a same-run A/B of a change
+//   GRPC_BENCH_GATEWAY_FLAGS="…"       node flags for the gateways (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof)
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
@@ -43,6 +44,7 @@ const SECONDS = Number(process.env.GRPC_BENCH_SECONDS ?? 8);
 const CLIENTS = (process.env.GRPC_BENCH_CLIENT ?? 'both') === 'both' ? ['h2', 'grpc-js'] : [process.env.GRPC_BENCH_CLIENT ?? 'h2'];
 const TRACE = process.env.GRPC_BENCH_TRACE === '1';
 const COMPARE = process.env.GRPC_BENCH_COMPARE;
+const GATEWAY_FLAGS = (process.env.GRPC_BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '');
 const GOAL_MS = 2;
 
 const dir = tempDir();
@@ -100,7 +102,7 @@ async function startGateway(label: string, root: string, trace: boolean): Promis
     );
   writeFileSync(join(home, 'gateway.yaml'), config);
   const traceFile = trace ? join(home, 'grpc-trace.json') : undefined;
-  const proc = spawn(process.execPath, [...(trace ? ['--import', join(ROOT, 'bench/grpc-trace.mjs')] : []), join(root, 'bin/dpg.js'), 'serve', '--config', join(home, 'gateway.yaml')], {
+  const proc = spawn(process.execPath, [...GATEWAY_FLAGS, ...(trace ? ['--import', join(ROOT, 'bench/grpc-trace.mjs')] : []), join(root, 'bin/dpg.js'), 'serve', '--config', join(home, 'gateway.yaml')], {
     cwd: root,
     env: { ...process.env, DPG_DATA_DIR: join(home, 'data'), DPG_LOG_LEVEL: 'error', NODE_ENV: 'test', ...(traceFile ? { DPG_GRPC_TRACE: traceFile } : {}) },
     stdio: ['ignore', 'inherit', 'inherit'],

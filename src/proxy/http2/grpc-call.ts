@@ -134,7 +134,6 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
   if (mark !== undefined) {
     markFirst(mark, req, 'end', 'reqEnd');
     markFirst(mark, source, 'data', 'protected');
-    markFirst(mark, up, 'ready', 'upReady');
     markFirst(mark, up, 'finish', 'upFinish');
     markFirst(mark, up, 'trailers', 'upTrailers');
     markFirst(mark, app, 'close', 'closed');
