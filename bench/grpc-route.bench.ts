@@ -23,7 +23,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { connect as h2connect, type ClientHttp2Session } from 'node:http2';
+import { connect as h2connect, constants as h2constants, type ClientHttp2Session } from 'node:http2';
 import { connect as tlsConnect } from 'node:tls';
 import type { Socket } from 'node:net';
 import { once } from 'node:events';
@@ -46,6 +46,8 @@ const TRACE = process.env.GRPC_BENCH_TRACE === '1';
 const COMPARE = process.env.GRPC_BENCH_COMPARE;
 const GATEWAY_FLAGS = (process.env.GRPC_BENCH_GATEWAY_FLAGS ?? '').split(' ').filter((f) => f !== '');
 const GOAL_MS = 2;
+/** A call not over by then is cancelled and counted as an error: a round always ends. */
+const CALL_TIMEOUT_MS = 15_000;
 
 const dir = tempDir();
 const protoFile = join(dir, 'partner.proto');
@@ -190,7 +192,11 @@ async function h2Call(via: Gateway | undefined): Promise<Client> {
       stream.on('trailers', (t) => (status = t['grpc-status']));
       stream.on('data', () => undefined);
       stream.on('error', () => undefined);
-      stream.on('close', () => resolve(status === '0'));
+      const timer = setTimeout(() => stream.close(h2constants.NGHTTP2_CANCEL), CALL_TIMEOUT_MS);
+      stream.on('close', () => {
+        clearTimeout(timer);
+        resolve(status === '0');
+      });
       stream.end(requestFrame);
     });
   return { call, close: () => session.close() };
