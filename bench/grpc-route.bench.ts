@@ -295,7 +295,9 @@ for (const kind of CLIENTS) {
   for (const v of vias) v.close();
 }
 if (verdict !== undefined) {
-  console.log(`goal: added p99 ≤ ${GOAL_MS} ms at ${RATE} calls/s (node:http2 client, this build): ${verdict.toFixed(2)} ms — ${verdict <= GOAL_MS ? 'MET' : 'NOT MET'}; load average ${load()}`);
+  // A round whose calls all failed has no p99: the goal is then not measured, neither met nor missed.
+  const outcome = Number.isNaN(verdict) ? 'NOT MEASURED (a round had no successful call)' : verdict <= GOAL_MS ? 'MET' : 'NOT MET';
+  console.log(`goal: added p99 ≤ ${GOAL_MS} ms at ${RATE} calls/s (node:http2 client, this build): ${verdict.toFixed(2)} ms — ${outcome}; load average ${load()}`);
 }
 await stopChildren(children);
 const traceFile = gateways[0]!.traceFile;
