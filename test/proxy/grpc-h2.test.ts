@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
+import diagnostics from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -18,6 +19,7 @@ import { createLogger } from '../../src/core/logger.ts';
 import { Metrics } from '../../src/core/metrics.ts';
 import { startProxy, type RunningProxy } from '../../src/proxy/index.ts';
 import type { GrpcCall } from '../../src/proxy/grpc-egress/contract.ts';
+import { GRPC_CALL_CHANNEL, type GrpcCallPhase } from '../../src/proxy/http2/call-trace.ts';
 import { testEngine } from '../helpers/engine.ts';
 import { proxyConfig, route, tempDir, upstreamPki, type TestPki } from './helpers.ts';
 import { bidiInTurn, fakeGrpcPhase as fakePhase, grpcClientThroughProxy, h2ThroughConnect, SECRET } from './http2-helpers.ts';
@@ -110,6 +112,39 @@ describe('gRPC through HTTP/2 interception', { timeout: 30_000 }, () => {
     } finally {
       c.close();
     }
+  });
+
+  test('phase trace: a subscriber gets each phase of a call once, in order, with only the id, the name and the time; none when no one listens', async () => {
+    const published: GrpcCallPhase[] = [];
+    const listener = (m: unknown): void => void published.push(m as GrpcCallPhase);
+    const tagged = (c: grpc.Client, id: string) =>
+      new Promise<grpc.ServiceError | null>((resolve) => {
+        const md = new grpc.Metadata();
+        md.set('x-request-id', id);
+        (c as unknown as { Unary: (b: Buffer, md: grpc.Metadata, cb: (e: grpc.ServiceError | null) => void) => void }).Unary(Buffer.from(`hi ${SECRET}`, 'latin1'), md, (err) => setImmediate(() => resolve(err)));
+      });
+    const c = client();
+    try {
+      diagnostics.subscribe(GRPC_CALL_CHANNEL, listener);
+      try {
+        assert.equal(await tagged(c, 'trace-one'), null);
+        await new Promise((r) => setTimeout(r, 50)); // the app stream's 'close' comes after the client's callback
+      } finally {
+        diagnostics.unsubscribe(GRPC_CALL_CHANNEL, listener);
+      }
+      assert.equal(await tagged(c, 'trace-two'), null);
+    } finally {
+      c.close();
+    }
+    assert.ok(published.every((m) => m.requestId === 'trace-one'), 'nothing is published while no one listens');
+    assert.ok(published.every((m) => Object.keys(m).sort().join() === 'at,phase,requestId' && typeof m.at === 'number'), 'only the id, the phase and the time');
+    assert.ok(!JSON.stringify(published).includes(SECRET));
+    const phases = published.map((m) => m.phase);
+    assert.equal(new Set(phases).size, phases.length, `each phase once: ${phases.join(' ')}`);
+    const at = Object.fromEntries(published.map((m) => [m.phase, m.at]));
+    const order = ['open', 'protected', 'upFinish', 'upHeaders', 'upTrailers', 'trailersSent', 'closed'];
+    for (const p of [...order, 'reqEnd', 'responseOut']) assert.equal(typeof at[p], 'number', `phase ${p} published`);
+    for (let i = 1; i < order.length; i++) assert.ok(at[order[i]!]! >= at[order[i - 1]!]!, `${order[i - 1]} before ${order[i]}`);
   });
 
   test('grpc-js bidi streaming through CONNECT: each message protected as it passes, in order', async () => {

@@ -19,6 +19,7 @@ import type { Target } from '../exchange/exchange.ts';
 import { endToEndHeaders } from '../exchange/headers.ts';
 import type { CompiledPhase } from '../exchange/phase.ts';
 import { GrpcCallError, type GrpcTally } from '../grpc-egress/contract.ts';
+import { markFirst, traceCall } from './call-trace.ts';
 import type { UpstreamSessions } from './upstream-sessions.ts';
 
 /** gRPC status codes the proxy ends calls with (grpc/doc/statuscodes.md). */
@@ -52,6 +53,9 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
   const app = (res as unknown as { stream: ServerHttp2Stream }).stream;
   const started = performance.now();
   const requestId = acceptedRequestId(req.headers['x-request-id']) ?? randomUUID();
+  // Phase times for the bench that looks for where calls wait (call-trace.ts); undefined unless it listens.
+  const mark = traceCall(requestId);
+  mark?.('open');
   let outcome = 'ok';
   // Both directions' transforms add to it; read when the call is over (their counts are final by then).
   const tally: GrpcTally = { valuesProtected: 0, valuesFailed: 0 };
@@ -127,8 +131,16 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
     source = req.pipe(requestMessages);
   }
   source.pipe(up);
+  if (mark !== undefined) {
+    markFirst(mark, req, 'end', 'reqEnd');
+    markFirst(mark, source, 'data', 'protected');
+    markFirst(mark, up, 'finish', 'upFinish');
+    markFirst(mark, up, 'trailers', 'upTrailers');
+    markFirst(mark, app, 'close', 'closed');
+  }
 
   up.on('response', (headers, flags) => {
+    mark?.('upHeaders');
     if (ended) return;
     const head = responseHead(headers);
     // Trailers-only (an error status at once): headers and status in one frame.
@@ -146,6 +158,7 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
       body = up.pipe(responseMessages);
     }
     body.pipe(app);
+    markFirst(mark, body, 'data', 'responseOut');
   });
   up.on('trailers', (trailers) => {
     upTrailers = trailers;
@@ -154,6 +167,7 @@ export function relayGrpcCall(deps: GrpcCallDeps, req: IncomingMessage, res: Ser
   app.removeAllListeners('wantTrailers');
   app.on('wantTrailers', () => {
     ended = true;
+    mark?.('trailersSent');
     app.sendTrailers(ownTrailers ?? (upTrailers ? passedHeaders(upTrailers) : statusTrailers(INTERNAL, 'The upstream ended the call without a status')));
   });
   up.on('error', () => undefined);

@@ -68,3 +68,26 @@ test('a heavy message that cannot be protected ends the call as it does on the e
   assert.ok(!/Jane|4111|xxxx/.test(w.error!.grpcMessage));
   assert.equal(w.out.length, 0);
 });
+
+test('with the default inlineBytes (32 KiB) a 1 KB message never reaches the pool; a 40 KB one does', async () => {
+  const defaults: ProtectionEngine = createEngine({
+    manifestsDir: DEFAULT_MANIFESTS,
+    keyring: testKeyring(),
+    limits: { workers: { max: 1, inlineBytes: 32 * 1024, timeoutMs: 60_000, idleMs: 60_000, nice: 0 } },
+  });
+  try {
+    const phase = shopPhase(defaults, { manifest: 'customer', jobType: 'Mask' }, 'request', 1 << 20);
+    // The bench's unary call: ~1 KB of protobuf (a note of ~900 characters, the personal fields).
+    const light = frame(encode(person(1, 900)));
+    for (let i = 0; i < 50; i++) {
+      const r = await runCall(phase, light, { path: CHAT });
+      assert.equal(r.error, undefined);
+    }
+    assert.deepEqual(defaults.workerStats(), { alive: 0, started: 0 }, 'no worker was started for 50 light messages');
+    const heavy = await runCall(phase, frame(encode(person(2, 40 * 1024))), { path: CHAT });
+    assert.equal(heavy.error, undefined);
+    assert.equal(defaults.workerStats().started, 1, 'the heavy message went to the pool');
+  } finally {
+    await defaults.close();
+  }
+});
