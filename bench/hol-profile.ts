@@ -20,6 +20,7 @@ import { request } from 'undici';
 import { buildDist } from '../scripts/build.mjs';
 import { freePort } from './dpg-serve.ts';
 import { envelopeOf, heavyDocuments } from './hol-documents.ts';
+import type { CpuProfile, ProfileNode } from './profile-table.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -29,17 +30,6 @@ const MiB = 1024 * 1024;
 const IDLE_MS = 3000;
 const WARM_WORKER = process.env.BENCH_WARM_WORKER === '1';
 
-interface ProfileNode {
-  readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
-  readonly children?: readonly number[];
-}
-interface CpuProfile {
-  readonly nodes: readonly ProfileNode[];
-  readonly startTime: number;
-  readonly samples: readonly number[];
-  readonly timeDeltas: readonly number[];
-}
 
 /**
  * One sample: when (µs, monotonic clock), how long it stands for, and its stack (leaf first). The

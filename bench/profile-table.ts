@@ -4,13 +4,23 @@
 // prints each group's share per request: self (in the group's own code) and total (the group on the
 // stack: what removing it would save at most).
 
-interface CallFrame {
+/** V8's call frame, as its CPU and heap profiles write it (the bench's profile readers share these types). */
+export interface CallFrame {
   readonly functionName: string;
   readonly url: string;
+  readonly lineNumber: number;
 }
 
+export interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: CallFrame;
+  readonly children?: readonly number[];
+}
+
+/** A `.cpuprofile` (node --cpu-prof, or inspector `Profiler.stop`). */
 export interface CpuProfile {
-  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame; readonly children?: readonly number[] }[];
+  readonly nodes: readonly ProfileNode[];
+  readonly startTime: number;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }
